@@ -1,0 +1,3 @@
+"""smlocal: Amazon SageMaker hosting, locally, on real Docker containers."""
+
+__version__ = "0.1.0"

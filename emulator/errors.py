@@ -1,0 +1,126 @@
+"""The domain error tree. No HTTP status codes live here: wire/errors.py maps each class once.
+
+    SmlocalError
+    ├── ValidationFailed            bad input; the message is the client-visible text
+    │   ├── ResourceNotFound        Describe/Delete of something that does not exist
+    │   ├── ResourceAlreadyExists   Create of a name already taken (case-insensitive)
+    │   ├── ResourceInProgress      mutation of an endpoint that is Creating/Updating/Deleting
+    │   ├── ModelDataNotFound       CreateModel whose s3:// model data does not exist
+    │   └── EndpointNotFound        runtime call for an endpoint that is not InService
+    ├── UnknownOperation            an API operation smlocal does not implement
+    ├── PayloadTooLarge             request body over the invocation cap
+    ├── ModelFault                  the container answered badly; becomes 424 ModelError
+    │   ├── ModelErrorResponse      the container answered with a non-2xx status
+    │   ├── ModelTimeout            no answer within the invocation timeout
+    │   ├── ModelUnreachable        connection refused/reset/closed by the container
+    │   └── ModelResponseTooLarge   the container's answer exceeded the response cap
+    ├── ModelDataError              model data could not be fetched or extracted (FailureReason)
+    ├── DeploymentFailed            a container could not be started or never became healthy
+    ├── EngineError                 the container engine is missing or refused a request
+    │   ├── EngineUnavailable       no engine answers (`docker info` fails)
+    │   └── ImageNotFound           an image name resolves to no local image
+    └── SetupError                  the machine lacks something smlocal cannot install itself
+
+Each error carries a ready-made, client-visible message; formatting of exact AWS texts lives with
+the code that knows the context (hosting/ and model/), never in the wire layer.
+"""
+
+from __future__ import annotations
+
+
+class SmlocalError(Exception):
+    """Base of every error smlocal raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ValidationFailed(SmlocalError):
+    """Input the API rejects (control plane: ValidationException; runtime: ValidationError)."""
+
+
+class ResourceNotFound(ValidationFailed):
+    """A named resource does not exist."""
+
+
+class ResourceAlreadyExists(ValidationFailed):
+    """A Create* call names a resource that already exists."""
+
+
+class ResourceInProgress(ValidationFailed):
+    """A mutation was refused because the endpoint is changing state."""
+
+
+class ModelDataNotFound(ValidationFailed):
+    """The model data a CreateModel call points at does not exist."""
+
+
+class EndpointNotFound(ValidationFailed):
+    """A runtime call names an endpoint that does not exist (or is not serving)."""
+
+
+class UnknownOperation(SmlocalError):
+    """An operation of the AWS API that smlocal does not implement."""
+
+    def __init__(self, service: str, operation: str) -> None:
+        super().__init__(
+            f"Operation {operation} of {service} is not implemented by smlocal. "
+            "See docs/api-coverage.md for the operations it supports."
+        )
+        self.service = service
+        self.operation = operation
+
+
+class PayloadTooLarge(SmlocalError):
+    """The request body is over the invocation size cap."""
+
+
+class ModelFault(SmlocalError):
+    """The model container did not produce a usable answer; clients see 424 ModelError."""
+
+    def __init__(self, message: str, original_status: int, original_message: str, log_group_arn: str) -> None:
+        super().__init__(message)
+        self.original_status = original_status
+        self.original_message = original_message
+        self.log_group_arn = log_group_arn
+
+
+class ModelErrorResponse(ModelFault):
+    """The container answered with a non-2xx status."""
+
+
+class ModelTimeout(ModelFault):
+    """The container did not answer within the invocation timeout."""
+
+
+class ModelUnreachable(ModelFault):
+    """The connection to the container failed (refused, reset, closed early)."""
+
+
+class ModelResponseTooLarge(ModelFault):
+    """The container's response body exceeded the response size cap."""
+
+
+class ModelDataError(SmlocalError):
+    """Model data could not be fetched or safely extracted; the message is a FailureReason."""
+
+
+class DeploymentFailed(SmlocalError):
+    """Containers of a variant could not be started or never passed their health check."""
+
+
+class EngineError(SmlocalError):
+    """The container engine failed a request."""
+
+
+class EngineUnavailable(EngineError):
+    """No container engine answers."""
+
+
+class ImageNotFound(EngineError):
+    """No local image matches the requested name."""
+
+
+class SetupError(SmlocalError):
+    """The machine lacks a prerequisite that smlocal cannot install by itself."""

@@ -1,0 +1,1 @@
+"""The container-runtime port. Only this package imports the docker SDK."""

@@ -1,0 +1,90 @@
+"""Values and the Protocol of the container-runtime port.
+
+Hosting and the contract tester describe a container with a ContainerSpec and drive it through a
+ContainerRuntime; runtime/docker.py is the one adapter, and the only module importing `docker`.
+All calls are blocking: async callers use asyncio.to_thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+MODEL_DIR_IN_CONTAINER = "/opt/ml/model"
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """How to start one container, exactly as SageMaker would: `docker run IMAGE serve`."""
+
+    image: str
+    name: str
+    labels: Mapping[str, str]
+    args: tuple[str, ...] = ("serve",)
+    environment: Mapping[str, str] = field(default_factory=dict)
+    #: Host folder mounted read-only at /opt/ml/model (None: no model data).
+    model_dir: Path | None = None
+    container_port: int = 8080
+    #: Publish container_port on this host address only; the host port is chosen by the engine.
+    host_ip: str = "127.0.0.1"
+    gpus: bool = False
+    hostname: str | None = None
+
+
+@dataclass(frozen=True)
+class ContainerHandle:
+    """A started container and the loopback address its port is published on."""
+
+    id: str
+    name: str
+    host_port: int
+    labels: Mapping[str, str]
+    image_id: str = ""
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.host_port}"
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    running: bool
+    exit_code: int | None
+    oom_killed: bool = False
+    status: str = ""
+
+
+@dataclass(frozen=True)
+class ResolvedImage:
+    """What an image name resolved to locally (DescribeEndpoint's DeployedImages)."""
+
+    specified: str
+    resolved: str
+    image_id: str
+
+
+class ContainerRuntime(Protocol):
+    def ping(self) -> None:
+        """Raise EngineUnavailable unless the engine answers."""
+
+    def resolve_image(self, image: str) -> ResolvedImage:
+        """Map a local tag or an ECR-style URI to a local image; raise ImageNotFound."""
+
+    def start(self, spec: ContainerSpec) -> ContainerHandle: ...
+
+    def state(self, container_id: str) -> ContainerState: ...
+
+    def logs(self, container_id: str, tail: int | None = None) -> str: ...
+
+    def follow_logs(self, container_id: str) -> Iterator[bytes]:
+        """Yield stdout/stderr chunks from the start until the container exits."""
+
+    def stop(self, container_id: str, grace_s: float) -> ContainerState:
+        """SIGTERM, then SIGKILL after grace_s; returns the final state. Never raises if gone."""
+
+    def remove(self, container_id: str) -> None: ...
+
+    def list(self, labels: Mapping[str, str]) -> list[ContainerHandle]:
+        """Containers (running or not) carrying all of these labels."""

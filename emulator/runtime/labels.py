@@ -1,0 +1,20 @@
+"""Labels on every container smlocal starts, so that nothing is ever left behind unowned."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+MANAGED = "smlocal.managed"
+OWNER = "smlocal.owner"  # digest of the state dir of the server that owns it
+ROLE = "smlocal.role"  # "endpoint" | "check" | "bench"
+ENDPOINT = "smlocal.endpoint"
+VARIANT = "smlocal.variant"
+INSTANCE = "smlocal.instance"
+SPEC_DIGEST = "smlocal.spec-digest"
+
+MANAGED_SELECTOR = {MANAGED: "true"}
+
+
+def owner_id(state_dir: Path) -> str:
+    return hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:16]

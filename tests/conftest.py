@@ -1,0 +1,6 @@
+"""Shared fixtures. Docker-backed fixtures live in tests/fixtures/ and are loaded as plugins."""
+
+pytest_plugins = [
+    "tests.fixtures.docker_env",
+    "tests.fixtures.s3server",
+]
