@@ -30,6 +30,10 @@ POLL_INTERVAL_S = 0.25
 
 Log = Callable[[str], None]
 
+#: dockerd processes we started. They outlive us on purpose; holding them here keeps Popen's
+#: "subprocess is still running" ResourceWarning (an error under pytest) from firing mid-session.
+_started_daemons: list[subprocess.Popen[bytes]] = []
+
 
 def engine_answers(timeout_s: float = PING_TIMEOUT_S) -> bool:
     """True when the engine the environment points at (DOCKER_HOST or the default socket) answers."""
@@ -128,7 +132,7 @@ def _start_dockerd(log: Log) -> subprocess.Popen[bytes]:
     log(f"Starting dockerd in the background (log: {DOCKERD_LOG})")
     with open(DOCKERD_LOG, "ab") as out, open(os.devnull, "rb") as devnull:
         # Its own session, no inherited descriptors: the caller's pipes close when the caller exits.
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [dockerd],
             stdin=devnull,
             stdout=out,
@@ -137,6 +141,8 @@ def _start_dockerd(log: Log) -> subprocess.Popen[bytes]:
             close_fds=True,
             cwd="/",
         )
+    _started_daemons.append(proc)
+    return proc
 
 
 def _log_tail(lines: int = 30) -> str:
