@@ -78,8 +78,8 @@ class ContainerRuntime(Protocol):
 
     def logs(self, container_id: str, tail: int | None = None) -> str: ...
 
-    def follow_logs(self, container_id: str) -> Iterator[bytes]:
-        """Yield stdout/stderr chunks from the start until the container exits."""
+    def follow_logs(self, container_id: str, since: int | None = None) -> Iterator[bytes]:
+        """Yield stdout/stderr chunks (from `since`, epoch seconds, or the start) until it exits."""
 
     def stop(self, container_id: str, grace_s: float) -> ContainerState:
         """SIGTERM, then SIGKILL after grace_s; returns the final state. Never raises if gone."""

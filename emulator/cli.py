@@ -1,0 +1,315 @@
+"""The `smlocal` command. The only module that reads os.environ; it builds the frozen config.
+
+    smlocal setup                      start a Docker engine (installing Debian's when needed), base image
+    smlocal serve                      serve SageMaker's control plane and runtime on one port
+    smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V ...]
+    smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--output F]
+    smlocal ls | logs ENDPOINT | delete ENDPOINT | down
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from emulator import __version__
+from emulator.config import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, ContractLimits, ServerConfig
+from emulator.errors import SmlocalError
+
+ENDPOINT_URL_ENV = "SMLOCAL_ENDPOINT_URL"
+
+
+def _endpoint_url(args: argparse.Namespace) -> str:
+    return str(
+        args.endpoint_url
+        or os.environ.get(ENDPOINT_URL_ENV)
+        or os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER")
+        or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+    )
+
+
+def _clients(args: argparse.Namespace) -> tuple[Any, Any]:
+    import boto3
+    from botocore.config import Config
+
+    url = _endpoint_url(args)
+    session = boto3.session.Session(
+        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "smlocal"),
+        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "smlocal"),
+        region_name=os.environ.get("AWS_DEFAULT_REGION", os.environ.get("AWS_REGION", DEFAULT_REGION)),
+    )
+    config = Config(retries={"max_attempts": 1, "mode": "standard"}, read_timeout=120)
+    return (
+        session.client("sagemaker", endpoint_url=url, config=config),
+        session.client("sagemaker-runtime", endpoint_url=url, config=config),
+    )
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from emulator.runtime import setup
+
+    return setup.main()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from emulator.server import serve_forever
+
+    limits = ContractLimits()
+    if args.stop_grace is not None:
+        limits = limits.replace(stop_grace_s=args.stop_grace)
+    if args.invocation_timeout is not None:
+        limits = limits.replace(invocation_timeout_s=args.invocation_timeout)
+    if args.startup_timeout is not None:
+        limits = limits.replace(startup_timeout_s=args.startup_timeout)
+    config = ServerConfig(
+        state_dir=Path(args.state_dir).resolve(),
+        host=args.host,
+        port=args.port,
+        region=args.region,
+        account_id=args.account_id,
+        limits=limits,
+        s3_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
+    )
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        logging.warning("serving on %s: reachable from other machines", args.host)
+    serve_forever(config, keep_containers=args.keep_containers)
+    return 0
+
+
+def _default_name(image: str) -> str:
+    repo = image.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
+    stem = re.sub(r"[^a-zA-Z0-9]+", "-", repo).strip("-")[:40] or "model"
+    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _wait_in_service(sm: Any, name: str, timeout_s: float) -> dict[str, Any]:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    deadline = time.monotonic() + timeout_s
+    with console.status(f"Creating endpoint {name}...") as status:
+        while True:
+            described: dict[str, Any] = sm.describe_endpoint(EndpointName=name)
+            state = described["EndpointStatus"]
+            status.update(f"Endpoint {name}: {state}")
+            if state != "Creating" or time.monotonic() > deadline:
+                return described
+            time.sleep(0.2)
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    sm, _ = _clients(args)
+    name = args.name or _default_name(args.image)
+    env = dict(item.split("=", 1) for item in args.env)
+    container: dict[str, Any] = {"Image": args.image, "Environment": env}
+    if args.model_data:
+        container["ModelDataUrl"] = args.model_data
+    sm.create_model(ModelName=name, PrimaryContainer=container)
+    variant = {
+        "VariantName": args.variant_name,
+        "ModelName": name,
+        "InitialInstanceCount": args.instance_count,
+        "InstanceType": args.instance_type,
+    }
+    sm.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[variant])
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    if args.no_wait:
+        print(name)
+        return 0
+    described = _wait_in_service(sm, name, args.timeout)
+    if described["EndpointStatus"] != "InService":
+        print(f"Endpoint {name} is {described['EndpointStatus']}: {described.get('FailureReason', '')}",
+              file=sys.stderr)
+        return 1
+    print(name)
+    return 0
+
+
+def cmd_invoke(args: argparse.Namespace) -> int:
+    _, rt = _clients(args)
+    body = Path(args.body_file).read_bytes() if args.body_file else args.body.encode()
+    kwargs: dict[str, Any] = {"EndpointName": args.endpoint, "Body": body}
+    if args.content_type:
+        kwargs["ContentType"] = args.content_type
+    if args.accept:
+        kwargs["Accept"] = args.accept
+    if args.custom_attributes:
+        kwargs["CustomAttributes"] = args.custom_attributes
+    response = rt.invoke_endpoint(**kwargs)
+    data = response["Body"].read()
+    if args.output:
+        Path(args.output).write_bytes(data)
+        print(f"{len(data)} bytes ({response.get('ContentType')}) written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.buffer.write(data)
+        if not data.endswith(b"\n"):
+            sys.stdout.buffer.write(b"\n")
+    return 0
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    sm, _ = _clients(args)
+    table = Table("endpoint", "status", "created", "failure reason")
+    for page in sm.get_paginator("list_endpoints").paginate():
+        for e in page["Endpoints"]:
+            reason = ""
+            if e["EndpointStatus"] == "Failed":
+                reason = sm.describe_endpoint(EndpointName=e["EndpointName"]).get("FailureReason", "")
+            table.add_row(e["EndpointName"], e["EndpointStatus"], str(e["CreationTime"]), reason)
+    Console().print(table)
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    import httpx
+
+    params = {k: v for k, v in (("variant", args.variant), ("instance", args.instance)) if v}
+    if args.tail:
+        params["tail"] = str(args.tail)
+    resp = httpx.get(f"{_endpoint_url(args)}/_smlocal/endpoints/{args.endpoint}/logs", params=params, timeout=30)
+    if resp.status_code != 200:
+        print(resp.json().get("message", resp.text), file=sys.stderr)
+        return 1
+    sys.stdout.write(resp.text)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    sm, _ = _clients(args)
+    described = sm.describe_endpoint(EndpointName=args.endpoint)
+    sm.delete_endpoint(EndpointName=args.endpoint)
+    if not args.keep_definitions:
+        config_name = described["EndpointConfigName"]
+        config = sm.describe_endpoint_config(EndpointConfigName=config_name)
+        sm.delete_endpoint_config(EndpointConfigName=config_name)
+        for variant in config["ProductionVariants"]:
+            try:
+                sm.delete_model(ModelName=variant["ModelName"])
+            except sm.exceptions.ClientError:
+                pass
+    print(f"deleting {args.endpoint}", file=sys.stderr)
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    """Stop the server (if one answers) and every container smlocal started on this engine."""
+    import httpx
+
+    from emulator.runtime.docker import DockerRuntime
+    from emulator.runtime.labels import MANAGED_SELECTOR
+
+    url = _endpoint_url(args)
+    try:
+        httpx.post(f"{url}/_smlocal/shutdown", timeout=5)
+        deadline = time.monotonic() + args.grace + 15
+        while time.monotonic() < deadline:
+            httpx.get(f"{url}/_smlocal/health", timeout=1)
+            time.sleep(0.2)
+    except httpx.HTTPError:
+        pass  # not running, or gone
+    runtime = DockerRuntime()
+    runtime.ping()
+    handles = runtime.list(MANAGED_SELECTOR)
+    for handle in handles:
+        runtime.stop(handle.id, args.grace)
+        runtime.remove(handle.id)
+    print(f"stopped {len(handles)} container(s)", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="smlocal", description="Amazon SageMaker hosting, locally.")
+    parser.add_argument("--version", action="version", version=f"smlocal {__version__}")
+    parser.add_argument("--log-level", default="INFO")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def client_cmd(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--endpoint-url", help=f"smlocal's URL (default ${ENDPOINT_URL_ENV} or http://127.0.0.1:8090)")
+        return p
+
+    p = sub.add_parser("setup", help="start a Docker engine and prepare the base image")
+    p.set_defaults(func=cmd_setup)
+
+    p = sub.add_parser("serve", help="serve the SageMaker APIs")
+    p.add_argument("--host", default=DEFAULT_HOST)
+    p.add_argument("--port", type=int, default=DEFAULT_PORT)
+    p.add_argument("--state-dir", default=".smlocal")
+    p.add_argument("--region", default=DEFAULT_REGION)
+    p.add_argument("--account-id", default="123456789012")
+    p.add_argument("--stop-grace", type=float, help="seconds between SIGTERM and SIGKILL (default 30)")
+    p.add_argument("--invocation-timeout", type=float, help="seconds to wait for /invocations (default 60)")
+    p.add_argument("--startup-timeout", type=float, help="seconds until the first 200 from /ping (default 480)")
+    p.add_argument("--keep-containers", action="store_true", help="leave containers running on exit")
+    p.set_defaults(func=cmd_serve)
+
+    p = client_cmd("deploy", "create a model, an endpoint config and an endpoint; wait for InService")
+    p.add_argument("image")
+    p.add_argument("--model-data", help="s3://, file:// or a local path to model.tar.gz")
+    p.add_argument("--name")
+    p.add_argument("--instance-count", type=int, default=1)
+    p.add_argument("--instance-type", default="ml.m5.large")
+    p.add_argument("--variant-name", default="AllTraffic")
+    p.add_argument("--env", action="append", default=[], metavar="K=V")
+    p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--no-wait", action="store_true")
+    p.set_defaults(func=cmd_deploy)
+
+    p = client_cmd("invoke", "call InvokeEndpoint")
+    p.add_argument("endpoint")
+    p.add_argument("--body", default="")
+    p.add_argument("--body-file")
+    p.add_argument("--content-type")
+    p.add_argument("--accept")
+    p.add_argument("--custom-attributes")
+    p.add_argument("--output", "-o")
+    p.set_defaults(func=cmd_invoke)
+
+    p = client_cmd("ls", "list endpoints")
+    p.set_defaults(func=cmd_ls)
+
+    p = client_cmd("logs", "print an endpoint's container logs")
+    p.add_argument("endpoint")
+    p.add_argument("--variant")
+    p.add_argument("--instance")
+    p.add_argument("--tail", type=int)
+    p.set_defaults(func=cmd_logs)
+
+    p = client_cmd("delete", "delete an endpoint (and, unless told otherwise, its config and models)")
+    p.add_argument("endpoint")
+    p.add_argument("--keep-definitions", action="store_true")
+    p.set_defaults(func=cmd_delete)
+
+    p = client_cmd("down", "stop the server and every container smlocal started")
+    p.add_argument("--grace", type=float, default=10.0)
+    p.set_defaults(func=cmd_down)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except SmlocalError as exc:
+        print(f"smlocal: {exc.message}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # botocore ClientError and friends: one line, not a traceback
+        if type(exc).__name__ in ("ClientError", "EndpointConnectionError") or hasattr(exc, "response"):
+            print(f"smlocal: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

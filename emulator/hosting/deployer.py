@@ -1,0 +1,231 @@
+"""Starting and stopping the containers of a variant, exactly as SageMaker does.
+
+`docker run IMAGE serve` with the model's Environment, /opt/ml/model read-only, port 8080 published
+on 127.0.0.1; healthy on the first HTTP 200 from GET /ping; stopped with SIGTERM, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+
+from emulator.config import ServerConfig
+from emulator.errors import DeploymentFailed
+from emulator.hosting import logs
+from emulator.hosting.fleet import Instance, VariantFleet, new_instance_id
+from emulator.hosting.readiness import Outcome, PingPolicy, wait_until_healthy
+from emulator.model import messages
+from emulator.model.resources import DeployedImage, Model, ProductionVariant
+from emulator.model.routing import InstancePicker
+from emulator.runtime import labels
+from emulator.runtime.base import ContainerHandle, ContainerRuntime, ContainerSpec, ResolvedImage
+
+log = logging.getLogger(__name__)
+
+_FAILURE_REASON_MAX = 1024
+
+
+@dataclass(frozen=True)
+class VariantPlan:
+    """Everything needed to start the instances of one variant, resolved beforehand."""
+
+    endpoint_name: str
+    variant: ProductionVariant
+    model: Model
+    image: ResolvedImage
+    model_dir: Path | None
+
+    def spec_digest(self, container_port: int) -> str:
+        c = self.model.primary_container
+        material = {
+            "image": self.image.image_id,
+            "env": dict(sorted(c.environment.items())),
+            "model_dir": str(self.model_dir) if self.model_dir else None,
+            "port": container_port,
+            "instance_type": self.variant.instance_type,
+        }
+        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _container_name(endpoint: str, variant: str, instance_id: str) -> str:
+    safe = re.sub(r"[^a-zA-Z0-9_.-]", "-", f"{endpoint}-{variant}")
+    return f"smlocal-{safe}-{instance_id}"[:200]
+
+
+class Deployer:
+    def __init__(
+        self, config: ServerConfig, runtime: ContainerRuntime, ping_session: Callable[[], aiohttp.ClientSession]
+    ) -> None:
+        self._config = config
+        self._runtime = runtime
+        self._ping_session = ping_session
+        self._owner = labels.owner_id(config.state_dir)
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    def _wants_gpu(self, variant: ProductionVariant) -> bool:
+        itype = variant.instance_type or ""
+        return any(itype.startswith(prefix) for prefix in self._config.gpu_instance_prefixes)
+
+    def _spec(self, plan: VariantPlan, instance_id: str) -> ContainerSpec:
+        port = self._config.limits.container_port
+        return ContainerSpec(
+            image=plan.image.image_id,
+            name=_container_name(plan.endpoint_name, plan.variant.variant_name, instance_id),
+            labels={
+                labels.MANAGED: "true",
+                labels.OWNER: self._owner,
+                labels.ROLE: "endpoint",
+                labels.ENDPOINT: plan.endpoint_name,
+                labels.VARIANT: plan.variant.variant_name,
+                labels.INSTANCE: instance_id,
+                labels.SPEC_DIGEST: plan.spec_digest(port),
+                labels.CONTAINER_PORT: str(port),
+            },
+            environment=dict(plan.model.primary_container.environment),
+            model_dir=plan.model_dir,
+            container_port=port,
+            gpus=self._wants_gpu(plan.variant),
+        )
+
+    def _attach(self, plan: VariantPlan, instance_id: str, handle: ContainerHandle, since: int | None) -> Instance:
+        instance = Instance(instance_id=instance_id, variant_name=plan.variant.variant_name, handle=handle)
+        loop = asyncio.get_running_loop()
+        path = logs.stream_path(self._config.logs_dir, plan.endpoint_name, plan.variant.variant_name, instance_id)
+
+        def source() -> Iterator[bytes]:
+            return self._runtime.follow_logs(handle.id, since=since)
+
+        instance.pump = logs.LogPump(
+            source,
+            path,
+            on_exit=lambda: loop.call_soon_threadsafe(instance.exited.set),
+        )
+        instance.pump.start()
+        return instance
+
+    async def start_instance(self, plan: VariantPlan) -> Instance:
+        instance_id = new_instance_id()
+        handle = await asyncio.to_thread(self._runtime.start, self._spec(plan, instance_id))
+        log.info("%s/%s: started %s (%s) on %s", plan.endpoint_name, plan.variant.variant_name,
+                 instance_id, handle.name, handle.base_url)
+        return self._attach(plan, instance_id, handle, since=None)
+
+    def adopt_instance(self, plan: VariantPlan, handle: ContainerHandle) -> Instance:
+        instance_id = handle.labels.get(labels.INSTANCE) or new_instance_id()
+        log.info("%s/%s: adopting running container %s", plan.endpoint_name, plan.variant.variant_name, handle.name)
+        return self._attach(plan, instance_id, handle, since=int(time.time()))
+
+    def adoptable(self, plan: VariantPlan, candidates: Sequence[ContainerHandle]) -> bool:
+        return bool(candidates) and all(
+            h.labels.get(labels.SPEC_DIGEST) == plan.spec_digest(self._config.limits.container_port)
+            for h in candidates
+        )
+
+    async def wait_healthy(self, plan: VariantPlan, instance: Instance) -> None:
+        variant = plan.variant
+        deadline = float(variant.startup_health_check_timeout_s or self._config.limits.startup_timeout_s)
+        policy = PingPolicy(deadline, self._config.limits.ping_timeout_s, self._config.ping_interval_s)
+        if instance.handle.host_port == 0:
+            instance.exited.set()  # the engine published no port: the container is already gone
+            readiness = None
+        else:
+            readiness = await wait_until_healthy(self._ping_session(), instance.base_url, policy, instance.exited)
+            if readiness.outcome is Outcome.HEALTHY:
+                log.info("%s/%s: %s healthy after %.2f s (%d pings)", plan.endpoint_name, variant.variant_name,
+                         instance.instance_id, readiness.elapsed_s, readiness.attempts)
+                return
+        if readiness is None or readiness.outcome is Outcome.EXITED:
+            state = await asyncio.to_thread(self._runtime.state, instance.handle.id)
+            if instance.pump is not None:
+                await asyncio.to_thread(instance.pump.join, 5.0)
+            tail = instance.pump.tail(10) if instance.pump else []
+            reason = messages.cannot_start_container(variant.variant_name)
+            detail = f". The container exited with code {state.exit_code}" + (
+                "; last log lines:\n" + "\n".join(tail) if tail else "; it wrote no log lines."
+            )
+            self.platform_log(plan.endpoint_name, f"{variant.variant_name}/{instance.instance_id}: {reason}{detail}")
+            raise DeploymentFailed(_clip(reason + detail))
+        self.platform_log(
+            plan.endpoint_name,
+            f"{variant.variant_name}/{instance.instance_id}: no HTTP 200 from /ping within {deadline:g} s "
+            f"({readiness.attempts} attempts); last: {readiness.last_observation}",
+        )
+        raise DeploymentFailed(messages.ping_health_check_failed(variant.variant_name))
+
+    def platform_log(self, endpoint_name: str, line: str) -> None:
+        log.info("%s: %s", endpoint_name, line)
+        logs.platform_log(self._config.logs_dir, endpoint_name, line)
+
+    async def launch_variant(self, plan: VariantPlan, adopt: Sequence[ContainerHandle] = ()) -> VariantFleet:
+        """Start (or adopt) the variant's instances and wait until every one is healthy."""
+        instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(self.start_instance(plan))
+                         for _ in range(plan.variant.initial_instance_count - len(instances))]
+            instances.extend(t.result() for t in tasks)
+            async with asyncio.TaskGroup() as group:
+                for instance in instances:
+                    group.create_task(self.wait_healthy(plan, instance))
+        except BaseException as exc:
+            await self.stop_instances(instances)
+            if isinstance(exc, BaseExceptionGroup):
+                raise _first_error(exc) from None
+            raise
+        deployed = DeployedImage(plan.model.primary_container.image, plan.image.resolved, datetime.now(UTC))
+        return VariantFleet(
+            variant=plan.variant,
+            instances=instances,
+            deployed_image=deployed,
+            weight=plan.variant.initial_variant_weight,
+            picker=InstancePicker(plan.variant.routing_strategy.value),
+        )
+
+    async def stop_instances(self, instances: Sequence[Instance], grace_s: float | None = None) -> None:
+        grace = self._config.limits.stop_grace_s if grace_s is None else grace_s
+        await asyncio.gather(*(self._stop(i, grace) for i in instances))
+
+    async def _stop(self, instance: Instance, grace_s: float) -> None:
+        await self.stop_container(instance.handle.id, grace_s)
+        if instance.pump is not None:
+            await asyncio.to_thread(instance.pump.join, 5.0)
+
+    async def stop_container(self, container_id: str, grace_s: float) -> None:
+        await asyncio.to_thread(self._runtime.stop, container_id, grace_s)
+        await asyncio.to_thread(self._runtime.remove, container_id)
+
+    def owned_containers(self) -> list[ContainerHandle]:
+        return self._runtime.list({labels.MANAGED: "true", labels.OWNER: self._owner})
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:  # type: ignore[type-arg]
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_error(exc)
+        return exc
+    return group
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _FAILURE_REASON_MAX else text[: _FAILURE_REASON_MAX - 3] + "..."
+
+
+def group_by_variant(handles: Sequence[ContainerHandle], endpoint: str) -> Mapping[str, list[ContainerHandle]]:
+    grouped: dict[str, list[ContainerHandle]] = {}
+    for h in handles:
+        if h.labels.get(labels.ENDPOINT) == endpoint:
+            grouped.setdefault(h.labels.get(labels.VARIANT, ""), []).append(h)
+    return grouped

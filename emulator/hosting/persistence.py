@@ -1,0 +1,176 @@
+"""The state dir's state.json: resource definitions kept across restarts of `smlocal serve`.
+
+Written atomically after every control-plane mutation (they are rare); read once at start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from emulator.model.resources import (
+    ContainerDefinition,
+    Endpoint,
+    EndpointConfig,
+    EndpointStatus,
+    Model,
+    ModelDataSource,
+    ProductionVariant,
+    RoutingStrategy,
+)
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Snapshot:
+    models: list[Model] = field(default_factory=list)
+    endpoint_configs: list[EndpointConfig] = field(default_factory=list)
+    endpoints: list[Endpoint] = field(default_factory=list)
+
+
+def _ts(value: datetime) -> str:
+    return value.isoformat()
+
+
+def _tags(tags: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in tags)
+
+
+def _model_to_json(m: Model) -> dict[str, Any]:
+    c = m.primary_container
+    data = None
+    if c.model_data is not None:
+        data = {"uri": c.model_data.uri, "compression": c.model_data.compression, "data_type": c.model_data.data_type}
+    return {
+        "name": m.name,
+        "arn": m.arn,
+        "creation_time": _ts(m.creation_time),
+        "execution_role_arn": m.execution_role_arn,
+        "enable_network_isolation": m.enable_network_isolation,
+        "tags": list(m.tags),
+        "container": {
+            "image": c.image,
+            "environment": dict(c.environment),
+            "model_data": data,
+            "hostname": c.hostname,
+            "mode": c.mode,
+        },
+    }
+
+
+def _model_from_json(d: dict[str, Any]) -> Model:
+    c = d["container"]
+    data = ModelDataSource(**c["model_data"]) if c["model_data"] else None
+    return Model(
+        name=d["name"],
+        arn=d["arn"],
+        creation_time=datetime.fromisoformat(d["creation_time"]),
+        execution_role_arn=d["execution_role_arn"],
+        enable_network_isolation=d["enable_network_isolation"],
+        tags=_tags(d["tags"]),
+        primary_container=ContainerDefinition(
+            image=c["image"], environment=c["environment"], model_data=data, hostname=c["hostname"], mode=c["mode"]
+        ),
+    )
+
+
+def _variant_to_json(v: ProductionVariant) -> dict[str, Any]:
+    return {
+        "variant_name": v.variant_name,
+        "model_name": v.model_name,
+        "initial_instance_count": v.initial_instance_count,
+        "instance_type": v.instance_type,
+        "initial_variant_weight": v.initial_variant_weight,
+        "startup_health_check_timeout_s": v.startup_health_check_timeout_s,
+        "model_data_download_timeout_s": v.model_data_download_timeout_s,
+        "routing_strategy": v.routing_strategy.value,
+    }
+
+
+def _config_to_json(c: EndpointConfig) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "arn": c.arn,
+        "creation_time": _ts(c.creation_time),
+        "kms_key_id": c.kms_key_id,
+        "tags": list(c.tags),
+        "production_variants": [_variant_to_json(v) for v in c.production_variants],
+    }
+
+
+def _config_from_json(d: dict[str, Any]) -> EndpointConfig:
+    variants = tuple(
+        ProductionVariant(**{**v, "routing_strategy": RoutingStrategy(v["routing_strategy"])})
+        for v in d["production_variants"]
+    )
+    return EndpointConfig(
+        name=d["name"],
+        arn=d["arn"],
+        creation_time=datetime.fromisoformat(d["creation_time"]),
+        kms_key_id=d["kms_key_id"],
+        tags=_tags(d["tags"]),
+        production_variants=variants,
+    )
+
+
+def _endpoint_to_json(e: Endpoint) -> dict[str, Any]:
+    return {
+        "name": e.name,
+        "arn": e.arn,
+        "endpoint_config_name": e.endpoint_config_name,
+        "status": e.status.value,
+        "creation_time": _ts(e.creation_time),
+        "last_modified_time": _ts(e.last_modified_time),
+        "failure_reason": e.failure_reason,
+        "tags": list(e.tags),
+    }
+
+
+def _endpoint_from_json(d: dict[str, Any]) -> Endpoint:
+    return Endpoint(
+        name=d["name"],
+        arn=d["arn"],
+        endpoint_config_name=d["endpoint_config_name"],
+        status=EndpointStatus(d["status"]),
+        creation_time=datetime.fromisoformat(d["creation_time"]),
+        last_modified_time=datetime.fromisoformat(d["last_modified_time"]),
+        failure_reason=d["failure_reason"],
+        tags=_tags(d["tags"]),
+    )
+
+
+def save(path: Path, snapshot: Snapshot) -> None:
+    document = {
+        "version": FORMAT_VERSION,
+        "models": [_model_to_json(m) for m in snapshot.models],
+        "endpoint_configs": [_config_to_json(c) for c in snapshot.endpoint_configs],
+        "endpoints": [_endpoint_to_json(e) for e in snapshot.endpoints],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(document, fh, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(path: Path) -> Snapshot:
+    if not path.exists():
+        return Snapshot()
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if document.get("version") != FORMAT_VERSION:
+        raise ValueError(f"{path}: unsupported state format {document.get('version')!r}")
+    return Snapshot(
+        models=[_model_from_json(m) for m in document["models"]],
+        endpoint_configs=[_config_from_json(c) for c in document["endpoint_configs"]],
+        endpoints=[_endpoint_from_json(e) for e in document["endpoints"]],
+    )

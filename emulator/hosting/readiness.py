@@ -1,0 +1,82 @@
+"""Waiting for a container to become healthy: GET /ping until HTTP 200, with a budget.
+
+A wait is an object with a deadline, a per-attempt timeout, a poll interval and evidence, so a
+failure says what it saw. It also ends at once when the container exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import time
+from dataclasses import dataclass
+
+import aiohttp
+
+
+class Outcome(enum.Enum):
+    HEALTHY = "healthy"
+    EXITED = "exited"
+    TIMED_OUT = "timed out"
+
+
+@dataclass(frozen=True)
+class Readiness:
+    outcome: Outcome
+    elapsed_s: float
+    attempts: int
+    last_observation: str
+
+
+@dataclass(frozen=True)
+class PingPolicy:
+    deadline_s: float
+    attempt_timeout_s: float
+    interval_s: float
+
+
+async def ping_once(session: aiohttp.ClientSession, url: str, timeout_s: float) -> str | None:
+    """None when healthy (HTTP 200), else what was observed."""
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+            await resp.read()
+            return None if resp.status == 200 else f"/ping answered HTTP {resp.status}"
+    except TimeoutError:
+        return f"/ping did not answer within {timeout_s:g} s"
+    except aiohttp.ClientError as exc:
+        return f"/ping failed: {type(exc).__name__}: {exc}"
+
+
+async def wait_until_healthy(
+    session: aiohttp.ClientSession,
+    base_url: str,
+    policy: PingPolicy,
+    exited: asyncio.Event,
+) -> Readiness:
+    url = f"{base_url}/ping"
+    started = time.monotonic()
+    deadline = started + policy.deadline_s
+    attempts = 0
+    observation = "no /ping attempt yet"
+    while True:
+        if exited.is_set():
+            return Readiness(Outcome.EXITED, time.monotonic() - started, attempts, "container exited")
+        now = time.monotonic()
+        if now >= deadline:
+            return Readiness(Outcome.TIMED_OUT, now - started, attempts, observation)
+        attempts += 1
+        attempt = asyncio.ensure_future(ping_once(session, url, min(policy.attempt_timeout_s, deadline - now)))
+        exit_wait = asyncio.ensure_future(exited.wait())
+        done, _ = await asyncio.wait({attempt, exit_wait}, return_when=asyncio.FIRST_COMPLETED)
+        if attempt not in done:
+            attempt.cancel()
+            continue  # exited: reported at the top of the loop
+        exit_wait.cancel()
+        result = attempt.result()
+        if result is None:
+            return Readiness(Outcome.HEALTHY, time.monotonic() - started, attempts, "/ping answered HTTP 200")
+        observation = result
+        try:
+            await asyncio.wait_for(exited.wait(), timeout=max(0.0, min(policy.interval_s, deadline - now)))
+        except TimeoutError:
+            pass

@@ -1,0 +1,408 @@
+"""The hosting service: SageMaker's hosting resources and their lifecycles, and InvokeEndpoint.
+
+Owns every clock and task: deployments and deletions run as asyncio tasks while the control plane
+answers at once, exactly as SageMaker's asynchronous Create/Delete calls do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+import aiohttp
+from multidict import CIMultiDict
+
+from emulator.config import ServerConfig
+from emulator.errors import (
+    DeploymentFailed,
+    EndpointNotFound,
+    EngineError,
+    ImageNotFound,
+    ModelDataError,
+    ResourceAlreadyExists,
+    ResourceInProgress,
+    ResourceNotFound,
+    ValidationFailed,
+)
+from emulator.hosting import persistence
+from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
+from emulator.hosting.fleet import EndpointFleet, VariantFleet
+from emulator.hosting.invoker import ContainerReply, FaultContext, Invoker
+from emulator.model import messages
+from emulator.model.arns import Account
+from emulator.model.resources import (
+    ContainerDefinition,
+    Endpoint,
+    EndpointConfig,
+    EndpointStatus,
+    Model,
+    ModelDataSource,
+    ProductionVariant,
+)
+from emulator.model.store import Registry
+from emulator.runtime import labels
+from emulator.runtime.base import ContainerHandle, ContainerRuntime
+
+log = logging.getLogger(__name__)
+
+ENVIRONMENT_MAX_BYTES = 32 * 1024  # all keys and values of one model together
+_BUSY = (EndpointStatus.CREATING, EndpointStatus.UPDATING, EndpointStatus.DELETING)
+
+
+class ModelDataStore(Protocol):
+    def check_exists(self, source: ModelDataSource) -> None: ...
+
+    def materialize(self, source: ModelDataSource) -> Path: ...
+
+
+@dataclass(frozen=True)
+class Invocation:
+    reply: ContainerReply
+    variant_name: str
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class HostingService:
+    def __init__(
+        self,
+        config: ServerConfig,
+        runtime: ContainerRuntime,
+        artifacts: ModelDataStore,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.config = config
+        self.account = Account(config.region, config.account_id)
+        self.runtime = runtime
+        self.artifacts = artifacts
+        self.models: Registry[Model] = Registry()
+        self.endpoint_configs: Registry[EndpointConfig] = Registry()
+        self.endpoints: Registry[Endpoint] = Registry()
+        self._clock = clock
+        self._fleets: dict[str, EndpointFleet] = {}  # exact endpoint name -> serving fleet
+        self._fault_contexts: dict[str, FaultContext] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.invoker = Invoker(config.limits.max_response_bytes)
+        self._ping_session: aiohttp.ClientSession | None = None
+        self.deployer = Deployer(config, runtime, lambda: self.ping_session)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def ping_session(self) -> aiohttp.ClientSession:
+        assert self._ping_session is not None
+        return self._ping_session
+
+    async def start(self) -> None:
+        """Load the state dir, then adopt or replace the containers this server owns."""
+        await self.invoker.start()
+        # One connection per ping: a keep-alive socket must not hide a container that stopped listening.
+        self._ping_session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True, limit=0))
+        snapshot = persistence.load(self.config.state_file)
+        for model in snapshot.models:
+            self.models.put(model)
+        for endpoint_config in snapshot.endpoint_configs:
+            self.endpoint_configs.put(endpoint_config)
+        for endpoint in snapshot.endpoints:
+            self.endpoints.put(endpoint)
+        await self._reconcile()
+
+    async def close(self, stop_containers: bool = True) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if stop_containers:
+            instances = [i for fleet in self._fleets.values() for i in fleet.all_instances()]
+            await self.deployer.stop_instances(instances)
+            self._fleets.clear()
+        await self.invoker.close()
+        if self._ping_session is not None:
+            await self._ping_session.close()
+
+    async def wait_idle(self) -> None:
+        """Wait for every running deployment/deletion (tests and `smlocal down`)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
+    def _persist(self) -> None:
+        snapshot = persistence.Snapshot(list(self.models), list(self.endpoint_configs), list(self.endpoints))
+        persistence.save(self.config.state_file, snapshot)
+
+    def _spawn(self, name: str, coro: object) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        self._tasks[name.lower()] = task
+        task.add_done_callback(lambda t: self._tasks.pop(name.lower(), None) if self._tasks.get(name.lower()) is t else None)
+
+    # ------------------------------------------------------------------ models
+
+    async def create_model(
+        self,
+        name: str,
+        container: ContainerDefinition,
+        execution_role_arn: str | None = None,
+        enable_network_isolation: bool = False,
+        tags: tuple[tuple[str, str], ...] = (),
+    ) -> Model:
+        arn = self.account.model_arn(name)
+        if name in self.models:
+            raise ResourceAlreadyExists(messages.already_exists("model", arn))
+        env_bytes = sum(len(k.encode()) + len(v.encode()) for k, v in container.environment.items())
+        if env_bytes > ENVIRONMENT_MAX_BYTES:
+            raise ValidationFailed(  # [U] text
+                f"The total size of the environment variables of model {name} is {env_bytes} bytes, "
+                f"over the limit of {ENVIRONMENT_MAX_BYTES} bytes."
+            )
+        try:
+            await asyncio.to_thread(self.runtime.resolve_image, container.image)
+        except ImageNotFound as exc:
+            raise ValidationFailed(messages.image_not_found(container.image)) from exc
+        if container.model_data is not None:
+            await asyncio.to_thread(self.artifacts.check_exists, container.model_data)
+        if name in self.models:  # created meanwhile
+            raise ResourceAlreadyExists(messages.already_exists("model", arn))
+        model = Model(
+            name=name,
+            arn=arn,
+            primary_container=container,
+            creation_time=self._clock(),
+            execution_role_arn=execution_role_arn,
+            enable_network_isolation=enable_network_isolation,
+            tags=tags,
+        )
+        self.models.put(model)
+        self._persist()
+        return model
+
+    def describe_model(self, name: str) -> Model:
+        model = self.models.get(name)
+        if model is None:
+            raise ResourceNotFound(messages.not_found("model", self.account.model_arn(name)))
+        return model
+
+    def delete_model(self, name: str) -> None:
+        self.describe_model(name)
+        self.models.remove(name)
+        self._persist()
+
+    # ------------------------------------------------------------------ endpoint configs
+
+    def create_endpoint_config(
+        self,
+        name: str,
+        variants: tuple[ProductionVariant, ...],
+        kms_key_id: str | None = None,
+        tags: tuple[tuple[str, str], ...] = (),
+    ) -> EndpointConfig:
+        arn = self.account.endpoint_config_arn(name)
+        if name in self.endpoint_configs:
+            raise ResourceAlreadyExists(messages.already_exists("endpoint-config", arn))
+        seen: set[str] = set()
+        for variant in variants:
+            if variant.variant_name.lower() in seen:  # [U] text
+                raise ValidationFailed(f"Variant name {variant.variant_name} is used more than once.")
+            seen.add(variant.variant_name.lower())
+            if variant.model_name not in self.models:
+                raise ResourceNotFound(messages.not_found("model", self.account.model_arn(variant.model_name)))
+        endpoint_config = EndpointConfig(name, arn, variants, self._clock(), kms_key_id, tags)
+        self.endpoint_configs.put(endpoint_config)
+        self._persist()
+        return endpoint_config
+
+    def describe_endpoint_config(self, name: str) -> EndpointConfig:
+        endpoint_config = self.endpoint_configs.get(name)
+        if endpoint_config is None:
+            arn = self.account.endpoint_config_arn(name)
+            raise ResourceNotFound(messages.not_found("endpoint-config", arn))
+        return endpoint_config
+
+    def delete_endpoint_config(self, name: str) -> None:
+        self.describe_endpoint_config(name)
+        self.endpoint_configs.remove(name)
+        self._persist()
+
+    # ------------------------------------------------------------------ endpoints
+
+    def create_endpoint(self, name: str, config_name: str, tags: tuple[tuple[str, str], ...] = ()) -> Endpoint:
+        arn = self.account.endpoint_arn(name)
+        if name in self.endpoints:
+            raise ResourceAlreadyExists(messages.already_exists("endpoint", arn))
+        endpoint_config = self.describe_endpoint_config(config_name)
+        now = self._clock()
+        endpoint = Endpoint(
+            name=name,
+            arn=arn,
+            endpoint_config_name=endpoint_config.name,
+            status=EndpointStatus.CREATING,
+            creation_time=now,
+            last_modified_time=now,
+            tags=tags,
+        )
+        self.endpoints.put(endpoint)
+        self._persist()
+        self._spawn(name, self._deploy(endpoint, endpoint_config))
+        return endpoint
+
+    def describe_endpoint(self, name: str) -> Endpoint:
+        endpoint = self.endpoints.get(name)
+        if endpoint is None:
+            raise ResourceNotFound(messages.not_found("endpoint", self.account.endpoint_arn(name)))
+        fleet = self._fleets.get(endpoint.name)
+        if fleet is not None:
+            summaries = tuple(v.summary() for v in fleet.variants.values())
+            endpoint = dataclasses.replace(endpoint, production_variants=summaries)
+        return endpoint
+
+    def delete_endpoint(self, name: str) -> None:
+        endpoint = self.describe_endpoint(name)
+        if endpoint.status in _BUSY:
+            raise ResourceInProgress(messages.in_progress(endpoint.arn))
+        self._set_status(endpoint.name, EndpointStatus.DELETING)
+        fleet = self._fleets.pop(endpoint.name, None)
+        self._fault_contexts.pop(endpoint.name, None)
+        self._spawn(endpoint.name, self._teardown(endpoint.name, fleet))
+
+    def _set_status(self, name: str, status: EndpointStatus, failure_reason: str | None = None) -> Endpoint:
+        current = self.endpoints.get(name)
+        assert current is not None
+        updated = dataclasses.replace(
+            current, status=status, failure_reason=failure_reason, last_modified_time=self._clock()
+        )
+        self.endpoints.put(updated)
+        self._persist()
+        return updated
+
+    async def _plan(self, endpoint_name: str, variant: ProductionVariant) -> VariantPlan:
+        model = self.models.get(variant.model_name)
+        if model is None:
+            raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
+        container = model.primary_container
+        try:
+            image = await asyncio.to_thread(self.runtime.resolve_image, container.image)
+        except ImageNotFound as exc:
+            raise DeploymentFailed(messages.image_not_found(container.image)) from exc
+        model_dir = None
+        if container.model_data is not None:
+            try:
+                model_dir = await asyncio.to_thread(self.artifacts.materialize, container.model_data)
+            except ModelDataError as exc:
+                detail = getattr(exc, "detail", None)
+                if detail:
+                    self.deployer.platform_log(endpoint_name, f"{variant.variant_name}: {detail}")
+                raise DeploymentFailed(exc.message) from exc
+        return VariantPlan(endpoint_name, variant, model, image, model_dir)
+
+    async def _deploy(
+        self,
+        endpoint: Endpoint,
+        endpoint_config: EndpointConfig,
+        adopt: Mapping[str, list[ContainerHandle]] | None = None,
+    ) -> None:
+        adopt = adopt or {}
+        fleets: list[VariantFleet] = []
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [
+                    group.create_task(self._launch(endpoint.name, v, adopt.get(v.variant_name, [])))
+                    for v in endpoint_config.production_variants
+                ]
+            fleets = [t.result() for t in tasks]
+        except BaseExceptionGroup as group_exc:
+            error = _first(group_exc)
+            if isinstance(error, asyncio.CancelledError):
+                raise error from None
+            reason = error.message if isinstance(error, DeploymentFailed | EngineError) else f"Internal error: {error}"
+            if not isinstance(error, DeploymentFailed | EngineError):
+                log.exception("deployment of %s failed", endpoint.name, exc_info=error)
+            self.deployer.platform_log(endpoint.name, f"endpoint Failed: {reason}")
+            self._set_status(endpoint.name, EndpointStatus.FAILED, reason)
+            return
+        fleet = EndpointFleet(fleets)
+        self._fleets[endpoint.name] = fleet
+        self._fault_contexts[endpoint.name] = FaultContext(self.account, endpoint.name)
+        self._set_status(endpoint.name, EndpointStatus.IN_SERVICE)
+        self.deployer.platform_log(endpoint.name, "endpoint InService")
+
+    async def _launch(self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]) -> VariantFleet:
+        plan = await self._plan(endpoint_name, variant)
+        keep: list[ContainerHandle] = []
+        if self.deployer.adoptable(plan, adopt):
+            keep = adopt[: variant.initial_instance_count]
+        extra = [h for h in adopt if h not in keep]
+        await asyncio.gather(*(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in extra))
+        return await self.deployer.launch_variant(plan, adopt=keep)
+
+    async def _teardown(self, name: str, fleet: EndpointFleet | None) -> None:
+        if fleet is not None:
+            await self.deployer.stop_instances(fleet.all_instances())
+        self.endpoints.remove(name)
+        self._persist()
+        self.deployer.platform_log(name, "endpoint deleted")
+
+    async def _reconcile(self) -> None:
+        owned = await asyncio.to_thread(self.deployer.owned_containers)
+        states = await asyncio.gather(*(asyncio.to_thread(self.runtime.state, h.id) for h in owned))
+        running = [h for h, st in zip(owned, states, strict=True) if st.running]
+        claimed: set[str] = set()
+        for endpoint in list(self.endpoints):
+            mine = [h for h in running if h.labels.get(labels.ENDPOINT) == endpoint.name]
+            if endpoint.status is EndpointStatus.DELETING:
+                self._spawn(endpoint.name, self._teardown(endpoint.name, None))
+                continue
+            if endpoint.status not in (EndpointStatus.IN_SERVICE, EndpointStatus.CREATING, EndpointStatus.UPDATING):
+                continue
+            endpoint_config = self.endpoint_configs.get(endpoint.endpoint_config_name)
+            if endpoint_config is None:
+                reason = messages.not_found("endpoint-config", self.account.endpoint_config_arn(endpoint.endpoint_config_name))
+                self._set_status(endpoint.name, EndpointStatus.FAILED, reason)
+                continue
+            claimed.update(h.id for h in mine)
+            updated = self._set_status(endpoint.name, EndpointStatus.CREATING)
+            self._spawn(endpoint.name, self._deploy(updated, endpoint_config, group_by_variant(mine, endpoint.name)))
+        orphans = [h for h in owned if h.id not in claimed]
+        if orphans:
+            log.info("removing %d container(s) no endpoint owns", len(orphans))
+        await asyncio.gather(*(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in orphans))
+
+    # ------------------------------------------------------------------ runtime
+
+    async def invoke(
+        self, endpoint_name: str, body: bytes, headers: CIMultiDict[str], target_variant: str | None
+    ) -> Invocation:
+        fleet = self._fleets.get(endpoint_name)
+        if fleet is None:
+            raise EndpointNotFound(messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id))
+        variant = fleet.choose(target_variant)
+        if variant is None:
+            raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
+        instance = variant.picker.pick(variant.instances)
+        instance.outstanding += 1
+        try:
+            reply = await self.invoker.invoke(
+                instance.base_url,
+                body,
+                headers,
+                self.config.limits.invocation_timeout_s,
+                self._fault_contexts[endpoint_name],
+            )
+        finally:
+            instance.outstanding -= 1
+        return Invocation(reply, variant.variant.variant_name)
+
+    def log_files(self, endpoint_name: str) -> list[Path]:
+        root = self.config.logs_dir / endpoint_name
+        return sorted(root.rglob("*.log")) if root.exists() else []
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:  # type: ignore[type-arg]
+    for exc in group.exceptions:
+        return _first(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    return group

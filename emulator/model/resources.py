@@ -1,0 +1,107 @@
+"""SageMaker hosting resources as plain, immutable domain values (no wire shapes, no IO)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class EndpointStatus(enum.StrEnum):
+    OUT_OF_SERVICE = "OutOfService"
+    CREATING = "Creating"
+    UPDATING = "Updating"
+    SYSTEM_UPDATING = "SystemUpdating"
+    ROLLING_BACK = "RollingBack"
+    IN_SERVICE = "InService"
+    DELETING = "Deleting"
+    FAILED = "Failed"
+
+
+class RoutingStrategy(enum.StrEnum):
+    LEAST_OUTSTANDING_REQUESTS = "LEAST_OUTSTANDING_REQUESTS"
+    RANDOM = "RANDOM"
+
+
+@dataclass(frozen=True)
+class ModelDataSource:
+    """Where a model's artifacts come from: s3://, file:// or a plain local path."""
+
+    uri: str
+    compression: str = "Gzip"  # "Gzip": one .tar.gz archive | "None": uncompressed object(s)
+    data_type: str = "S3Object"  # "S3Object" | "S3Prefix" (with compression "None")
+
+
+@dataclass(frozen=True)
+class ContainerDefinition:
+    image: str
+    environment: Mapping[str, str] = field(default_factory=dict)
+    model_data: ModelDataSource | None = None
+    hostname: str | None = None
+    mode: str = "SingleModel"
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    arn: str
+    primary_container: ContainerDefinition
+    creation_time: datetime
+    execution_role_arn: str | None = None
+    enable_network_isolation: bool = False
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ProductionVariant:
+    variant_name: str
+    model_name: str
+    initial_instance_count: int = 1
+    instance_type: str | None = None
+    initial_variant_weight: float = 1.0
+    startup_health_check_timeout_s: int | None = None
+    model_data_download_timeout_s: int | None = None
+    routing_strategy: RoutingStrategy = RoutingStrategy.LEAST_OUTSTANDING_REQUESTS
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    name: str
+    arn: str
+    production_variants: tuple[ProductionVariant, ...]
+    creation_time: datetime
+    kms_key_id: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DeployedImage:
+    specified_image: str
+    resolved_image: str
+    resolution_time: datetime
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """What DescribeEndpoint reports for one production variant."""
+
+    variant_name: str
+    current_weight: float
+    desired_weight: float
+    current_instance_count: int
+    desired_instance_count: int
+    deployed_images: tuple[DeployedImage, ...] = ()
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    arn: str
+    endpoint_config_name: str
+    status: EndpointStatus
+    creation_time: datetime
+    last_modified_time: datetime
+    failure_reason: str | None = None
+    production_variants: tuple[VariantSummary, ...] = ()
+    tags: tuple[tuple[str, str], ...] = ()

@@ -1,0 +1,226 @@
+"""The Docker adapter of the container-runtime port: the only module that imports the docker SDK.
+
+Docker's exceptions are translated here, once, into emulator.errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import DeviceRequest, Mount
+
+from emulator.errors import EngineError, EngineUnavailable, ImageNotFound
+from emulator.runtime.base import (
+    MODEL_DIR_IN_CONTAINER,
+    ContainerHandle,
+    ContainerSpec,
+    ContainerState,
+    ResolvedImage,
+)
+
+log = logging.getLogger(__name__)
+
+
+def candidate_local_names(image: str) -> list[str]:
+    """Local names an image reference may resolve to, best first.
+
+    `123456789012.dkr.ecr.us-east-1.amazonaws.com/repo:tag` -> itself, then `repo:tag`
+    (a local image of the same repository and tag); a missing tag means `latest`.
+    """
+    names = [image]
+    first, sep, rest = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        names.append(rest)
+    with_tags = []
+    for name in names:
+        last = name.rsplit("/", 1)[-1]
+        if "@" not in name and ":" not in last:
+            with_tags.append(f"{name}:latest")
+    return names + with_tags
+
+
+class DockerRuntime:
+    """ContainerRuntime over the Docker Engine API (docker SDK)."""
+
+    def __init__(self, client: Any | None = None) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+        self._has_gpu_runtime: bool | None = None
+
+    @property
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                try:
+                    self._client = docker.from_env(max_pool_size=128, timeout=120)
+                except docker.errors.DockerException as exc:
+                    raise EngineUnavailable(f"No Docker engine answers: {exc}. Run `smlocal setup`.") from exc
+            return self._client
+
+    def ping(self) -> None:
+        try:
+            self.client.ping()
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise EngineUnavailable(f"No Docker engine answers: {exc}. Run `smlocal setup`.") from exc
+
+    def resolve_image(self, image: str) -> ResolvedImage:
+        for name in candidate_local_names(image):
+            try:
+                found = self.client.images.get(name)
+            except docker.errors.ImageNotFound:
+                continue
+            except docker.errors.APIError as exc:
+                if exc.status_code in (400, 404):  # malformed reference: not ours
+                    continue
+                raise EngineError(f"Docker engine error while resolving {image}: {exc}") from exc
+            repo = name.split("@", 1)[0]
+            last = repo.rsplit("/", 1)[-1]
+            if ":" in last:
+                repo = repo.rsplit(":", 1)[0]
+            return ResolvedImage(specified=image, resolved=f"{repo}@{found.id}", image_id=found.id)
+        raise ImageNotFound(f"No local image matches {image}")
+
+    def _gpu_available(self) -> bool:
+        if self._has_gpu_runtime is None:
+            info = self.client.info()
+            self._has_gpu_runtime = "nvidia" in (info.get("Runtimes") or {})
+        return self._has_gpu_runtime
+
+    def start(self, spec: ContainerSpec) -> ContainerHandle:
+        mounts = []
+        if spec.model_dir is not None:
+            mounts.append(
+                Mount(target=MODEL_DIR_IN_CONTAINER, source=str(spec.model_dir), type="bind", read_only=True)
+            )
+        device_requests = None
+        if spec.gpus:
+            if self._gpu_available():
+                device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+            else:
+                log.warning(
+                    "GPU requested for %s but the Docker engine has no NVIDIA runtime; starting on CPU",
+                    spec.name,
+                )
+        try:
+            container = self.client.containers.run(
+                spec.image,
+                command=list(spec.args),
+                name=spec.name,
+                detach=True,
+                environment=dict(spec.environment),
+                labels=dict(spec.labels),
+                ports={f"{spec.container_port}/tcp": (spec.host_ip, None)},
+                mounts=mounts,
+                device_requests=device_requests,
+                hostname=spec.hostname,
+                stop_signal="SIGTERM",
+            )
+            container.reload()
+        except docker.errors.ImageNotFound as exc:
+            raise ImageNotFound(f"No local image matches {spec.image}") from exc
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise EngineError(f"Docker could not start {spec.image}: {exc}") from exc
+        return self._handle(container, spec.container_port)
+
+    @staticmethod
+    def _handle(container: Any, container_port: int) -> ContainerHandle:
+        ports = container.attrs.get("NetworkSettings", {}).get("Ports") or {}
+        bindings = ports.get(f"{container_port}/tcp") or []
+        host_port = next((int(b["HostPort"]) for b in bindings if b.get("HostIp") in ("127.0.0.1", "")), 0)
+        return ContainerHandle(
+            id=container.id,
+            name=container.name,
+            host_port=host_port,
+            labels=dict(container.labels),
+            image_id=container.attrs.get("Image", ""),
+        )
+
+    def _get(self, container_id: str) -> Any | None:
+        try:
+            return self.client.containers.get(container_id)
+        except docker.errors.NotFound:
+            return None
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise EngineError(f"Docker engine error: {exc}") from exc
+
+    def state(self, container_id: str) -> ContainerState:
+        container = self._get(container_id)
+        if container is None:
+            return ContainerState(running=False, exit_code=None, status="removed")
+        st = container.attrs.get("State", {})
+        running = bool(st.get("Running"))
+        return ContainerState(
+            running=running,
+            exit_code=None if running else st.get("ExitCode"),
+            oom_killed=bool(st.get("OOMKilled")),
+            status=st.get("Status", ""),
+        )
+
+    def logs(self, container_id: str, tail: int | None = None) -> str:
+        container = self._get(container_id)
+        if container is None:
+            return ""
+        raw = container.logs(stdout=True, stderr=True, tail=tail if tail is not None else "all")
+        return bytes(raw).decode("utf-8", errors="replace")
+
+    def follow_logs(self, container_id: str, since: int | None = None) -> Iterator[bytes]:
+        container = self._get(container_id)
+        if container is None:
+            return iter(())
+        try:
+            stream: Iterator[bytes] = container.logs(
+                stdout=True, stderr=True, stream=True, follow=True, since=since
+            )
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise EngineError(f"Docker engine error: {exc}") from exc
+        return stream
+
+    def stop(self, container_id: str, grace_s: float) -> ContainerState:
+        """SIGTERM, then SIGKILL after grace_s, as SageMaker stops instances."""
+        container = self._get(container_id)
+        if container is None:
+            return ContainerState(running=False, exit_code=None, status="removed")
+        try:
+            container.kill(signal="SIGTERM")
+        except docker.errors.APIError:
+            pass  # not running any more
+        try:
+            container.wait(timeout=grace_s)
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            log.info("container %s ignored SIGTERM for %.1f s: SIGKILL", container.name, grace_s)
+            try:
+                container.kill(signal="SIGKILL")
+                container.wait(timeout=30)
+            except docker.errors.APIError:
+                pass
+        return self.state(container_id)
+
+    def remove(self, container_id: str) -> None:
+        container = self._get(container_id)
+        if container is None:
+            return
+        try:
+            container.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # removal already in progress
+                raise EngineError(f"Docker could not remove {container.name}: {exc}") from exc
+
+    def list(self, labels: Mapping[str, str]) -> list[ContainerHandle]:
+        filters = {"label": [f"{k}={v}" for k, v in labels.items()]}
+        try:
+            containers = self.client.containers.list(all=True, filters=filters)
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise EngineError(f"Docker engine error: {exc}") from exc
+        handles = []
+        for container in containers:
+            container_port = int(container.labels.get("smlocal.container-port", "8080"))
+            handles.append(self._handle(container, container_port))
+        return handles

@@ -1,0 +1,99 @@
+"""SageMaker Runtime over rest-json: POST /endpoints/{EndpointName}/invocations.
+
+The hot path: no engine calls, no disk, no re-encoding of bodies. Header members are read with the
+header names of botocore's model and validated against it; only the headers SageMaker forwards
+reach the container.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from aiohttp import web
+from multidict import CIMultiDict
+
+from emulator.errors import PayloadTooLarge, SmlocalError, UnknownOperation, ValidationFailed
+from emulator.hosting.service import HostingService
+from emulator.model import messages
+from emulator.wire.errors import runtime_error
+from emulator.wire.service_models import SAGEMAKER_RUNTIME, operation_model
+from emulator.wire.validation import validate_input
+
+_INVOKE = operation_model(SAGEMAKER_RUNTIME, "InvokeEndpoint")
+#: (member name, HTTP header) for every header-bound member of InvokeEndpoint.
+_HEADER_MEMBERS: tuple[tuple[str, str], ...] = tuple(
+    (name, shape.serialization["name"])
+    for name, shape in _INVOKE.input_shape.members.items()
+    if shape.serialization.get("location") == "header"
+)
+#: Request headers SageMaker passes to the container ([U] beyond Content-Type, Accept and
+#: custom attributes: see docs/api-coverage.md). Everything else is stripped.
+FORWARDED = (
+    "Content-Type",
+    "Accept",
+    "X-Amzn-SageMaker-Custom-Attributes",
+    "X-Amzn-SageMaker-Inference-Id",
+    "X-Amzn-SageMaker-Session-Id",
+)
+
+VARIANT_HEADER = "x-Amzn-Invoked-Production-Variant"
+
+
+def _members(request: web.Request) -> dict[str, Any]:
+    headers = request.headers
+    members: dict[str, Any] = {"EndpointName": request.match_info["name"]}
+    for member, header in _HEADER_MEMBERS:
+        value = headers.get(header)
+        if value is not None:
+            members[member] = value
+    return members
+
+
+async def _read_body(request: web.Request, limit: int) -> bytes:
+    if request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLarge(messages.request_too_large(limit))
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge as exc:
+        raise PayloadTooLarge(messages.request_too_large(limit)) from exc
+
+
+def _check_unsupported(members: dict[str, Any]) -> None:
+    if "InferenceComponentName" in members:
+        raise ValidationFailed(
+            "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy "
+            "inference components. Please remove the Inference Component Name header and try again."
+        )
+    if "TargetContainerHostname" in members:  # [U] text
+        raise ValidationFailed("TargetContainerHostname is only valid for endpoints with Direct invocation.")
+    if "TargetModel" in members:  # [U] text
+        raise ValidationFailed("TargetModel is only valid for multi-model endpoints.")
+
+
+async def invoke_endpoint(request: web.Request, svc: HostingService) -> web.Response:
+    request_id = str(uuid.uuid4())
+    try:
+        members = _members(request)
+        body = await _read_body(request, svc.config.limits.max_request_bytes)
+        members["Body"] = body
+        validate_input(_INVOKE.input_shape, members)
+        _check_unsupported(members)
+        incoming = request.headers
+        forward: CIMultiDict[str] = CIMultiDict()
+        for name in FORWARDED:
+            value = incoming.get(name)
+            if value is not None:
+                forward[name] = value
+        result = await svc.invoke(members["EndpointName"], body, forward, members.get("TargetVariant"))
+    except SmlocalError as exc:
+        return runtime_error(exc, request_id)
+    reply = result.reply
+    headers = {VARIANT_HEADER: result.variant_name, "x-amzn-RequestId": request_id, **reply.passed_back}
+    if reply.content_type is not None:
+        headers["Content-Type"] = reply.content_type
+    return web.Response(body=reply.body, headers=headers)
+
+
+async def not_implemented(request: web.Request, operation: str) -> web.Response:
+    return runtime_error(UnknownOperation("SageMaker Runtime", operation), str(uuid.uuid4()))

@@ -1,0 +1,245 @@
+"""AWS shapes <-> domain values. The only module where SageMaker's PascalCase names appear."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from emulator.errors import ValidationFailed
+from emulator.model.resources import (
+    ContainerDefinition,
+    Endpoint,
+    EndpointConfig,
+    Model,
+    ModelDataSource,
+    ProductionVariant,
+    RoutingStrategy,
+)
+
+JSON = dict[str, Any]
+
+LOCAL_URI_PREFIXES = ("file://", "/", "./", "../")
+
+
+def is_local_uri(uri: str) -> bool:
+    """smlocal's extension: model data may be a local path or file:// URL as well as s3://."""
+    return uri.startswith(LOCAL_URI_PREFIXES) or "://" not in uri
+
+
+def _ts(value: datetime) -> float:
+    return value.timestamp()
+
+
+def _tags(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple((t["Key"], t.get("Value", "")) for t in params.get("Tags") or ())
+
+
+def _unsupported(feature: str) -> ValidationFailed:
+    return ValidationFailed(f"{feature} is not supported by smlocal yet. See docs/api-coverage.md.")
+
+
+# ---------------------------------------------------------------------------------------- input
+
+
+def container_definition(c: Mapping[str, Any]) -> ContainerDefinition:
+    if c.get("Mode", "SingleModel") != "SingleModel":
+        raise _unsupported("Multi-model endpoints (Mode=MultiModel)")
+    if "Image" not in c:
+        raise ValidationFailed("A container definition needs an Image.")  # [U]: SageMaker's text is unknown
+    data: ModelDataSource | None = None
+    if c.get("ModelDataUrl"):
+        data = ModelDataSource(uri=c["ModelDataUrl"])
+        if c.get("ModelDataSource"):
+            raise ValidationFailed("Specify either ModelDataUrl or ModelDataSource, not both.")
+    elif c.get("ModelDataSource"):
+        s3 = c["ModelDataSource"].get("S3DataSource")
+        if not s3:
+            raise _unsupported("ModelDataSource without S3DataSource")
+        data = ModelDataSource(uri=s3["S3Uri"], compression=s3["CompressionType"], data_type=s3["S3DataType"])
+        if data.data_type == "S3Prefix" and data.compression == "Gzip":
+            raise ValidationFailed("S3DataType S3Prefix requires CompressionType None.")
+        if data.data_type == "S3Prefix" and not data.uri.endswith("/"):
+            raise ValidationFailed(f"S3Uri {data.uri} of an S3Prefix data source must end with '/'.")
+    return ContainerDefinition(
+        image=c["Image"],
+        environment=dict(c.get("Environment") or {}),
+        model_data=data,
+        hostname=c.get("ContainerHostname"),
+        mode=c.get("Mode", "SingleModel"),
+    )
+
+
+def create_model_input(params: Mapping[str, Any]) -> dict[str, Any]:
+    containers = params.get("Containers") or []
+    primary = params.get("PrimaryContainer")
+    if primary and containers:
+        raise ValidationFailed("Specify either PrimaryContainer or Containers, not both.")
+    if not primary:
+        if len(containers) > 1:
+            raise _unsupported("Multi-container models (more than one entry in Containers)")
+        if not containers:
+            raise ValidationFailed("A model needs a PrimaryContainer or one entry in Containers.")
+        primary = containers[0]
+    if params.get("InferenceExecutionConfig", {}).get("Mode", "Serial") != "Serial":
+        raise _unsupported("Direct multi-container invocation")
+    return {
+        "name": params["ModelName"],
+        "container": container_definition(primary),
+        "execution_role_arn": params.get("ExecutionRoleArn"),
+        "enable_network_isolation": bool(params.get("EnableNetworkIsolation", False)),
+        "tags": _tags(params),
+    }
+
+
+def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
+    for feature in ("ServerlessConfig", "ManagedInstanceScaling", "InstancePools", "CapacityReservationConfig"):
+        if feature in v:
+            raise _unsupported(f"ProductionVariant {feature}")
+    if "ModelName" not in v:
+        raise _unsupported("A production variant without ModelName (inference components)")
+    routing = (v.get("RoutingConfig") or {}).get("RoutingStrategy", RoutingStrategy.LEAST_OUTSTANDING_REQUESTS)
+    return ProductionVariant(
+        variant_name=v["VariantName"],
+        model_name=v["ModelName"],
+        initial_instance_count=int(v.get("InitialInstanceCount", 1)),
+        instance_type=v.get("InstanceType"),
+        initial_variant_weight=float(v.get("InitialVariantWeight", 1.0)),
+        startup_health_check_timeout_s=v.get("ContainerStartupHealthCheckTimeoutInSeconds"),
+        model_data_download_timeout_s=v.get("ModelDataDownloadTimeoutInSeconds"),
+        routing_strategy=RoutingStrategy(routing),
+    )
+
+
+def create_endpoint_config_input(params: Mapping[str, Any]) -> dict[str, Any]:
+    for feature in ("AsyncInferenceConfig", "ShadowProductionVariants", "ExplainerConfig", "DataCaptureConfig"):
+        if feature in params:
+            raise _unsupported(feature)
+    return {
+        "name": params["EndpointConfigName"],
+        "variants": tuple(production_variant(v) for v in params["ProductionVariants"]),
+        "kms_key_id": params.get("KmsKeyId"),
+        "tags": _tags(params),
+    }
+
+
+def create_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
+    if "DeploymentConfig" in params:
+        raise _unsupported("CreateEndpoint DeploymentConfig")
+    return {"name": params["EndpointName"], "config_name": params["EndpointConfigName"], "tags": _tags(params)}
+
+
+# ---------------------------------------------------------------------------------------- output
+
+
+def _container(c: ContainerDefinition) -> JSON:
+    out: JSON = {"Image": c.image, "Mode": c.mode}
+    if c.environment:
+        out["Environment"] = dict(c.environment)
+    if c.hostname:
+        out["ContainerHostname"] = c.hostname
+    if c.model_data is not None:
+        if c.model_data.compression == "Gzip" and c.model_data.data_type == "S3Object":
+            out["ModelDataUrl"] = c.model_data.uri
+        else:
+            out["ModelDataSource"] = {
+                "S3DataSource": {
+                    "S3Uri": c.model_data.uri,
+                    "S3DataType": c.model_data.data_type,
+                    "CompressionType": c.model_data.compression,
+                }
+            }
+    return out
+
+
+def describe_model(m: Model) -> JSON:
+    out: JSON = {
+        "ModelName": m.name,
+        "ModelArn": m.arn,
+        "PrimaryContainer": _container(m.primary_container),
+        "CreationTime": _ts(m.creation_time),
+        "EnableNetworkIsolation": m.enable_network_isolation,
+    }
+    if m.execution_role_arn:
+        out["ExecutionRoleArn"] = m.execution_role_arn
+    return out
+
+
+def _variant(v: ProductionVariant) -> JSON:
+    out: JSON = {
+        "VariantName": v.variant_name,
+        "ModelName": v.model_name,
+        "InitialInstanceCount": v.initial_instance_count,
+        "InitialVariantWeight": v.initial_variant_weight,
+        "RoutingConfig": {"RoutingStrategy": v.routing_strategy.value},
+    }
+    if v.instance_type:
+        out["InstanceType"] = v.instance_type
+    if v.startup_health_check_timeout_s is not None:
+        out["ContainerStartupHealthCheckTimeoutInSeconds"] = v.startup_health_check_timeout_s
+    if v.model_data_download_timeout_s is not None:
+        out["ModelDataDownloadTimeoutInSeconds"] = v.model_data_download_timeout_s
+    return out
+
+
+def describe_endpoint_config(c: EndpointConfig) -> JSON:
+    out: JSON = {
+        "EndpointConfigName": c.name,
+        "EndpointConfigArn": c.arn,
+        "ProductionVariants": [_variant(v) for v in c.production_variants],
+        "CreationTime": _ts(c.creation_time),
+    }
+    if c.kms_key_id:
+        out["KmsKeyId"] = c.kms_key_id
+    return out
+
+
+def describe_endpoint(e: Endpoint) -> JSON:
+    out: JSON = {
+        "EndpointName": e.name,
+        "EndpointArn": e.arn,
+        "EndpointConfigName": e.endpoint_config_name,
+        "EndpointStatus": e.status.value,
+        "CreationTime": _ts(e.creation_time),
+        "LastModifiedTime": _ts(e.last_modified_time),
+    }
+    if e.failure_reason:
+        out["FailureReason"] = e.failure_reason
+    if e.production_variants:
+        out["ProductionVariants"] = [
+            {
+                "VariantName": v.variant_name,
+                "DeployedImages": [
+                    {
+                        "SpecifiedImage": d.specified_image,
+                        "ResolvedImage": d.resolved_image,
+                        "ResolutionTime": _ts(d.resolution_time),
+                    }
+                    for d in v.deployed_images
+                ],
+                "CurrentWeight": v.current_weight,
+                "DesiredWeight": v.desired_weight,
+                "CurrentInstanceCount": v.current_instance_count,
+                "DesiredInstanceCount": v.desired_instance_count,
+            }
+            for v in e.production_variants
+        ]
+    return out
+
+
+def model_summary(m: Model) -> JSON:
+    return {"ModelName": m.name, "ModelArn": m.arn, "CreationTime": _ts(m.creation_time)}
+
+
+def endpoint_config_summary(c: EndpointConfig) -> JSON:
+    return {"EndpointConfigName": c.name, "EndpointConfigArn": c.arn, "CreationTime": _ts(c.creation_time)}
+
+
+def endpoint_summary(e: Endpoint) -> JSON:
+    return {
+        "EndpointName": e.name,
+        "EndpointArn": e.arn,
+        "CreationTime": _ts(e.creation_time),
+        "LastModifiedTime": _ts(e.last_modified_time),
+        "EndpointStatus": e.status.value,
+    }
