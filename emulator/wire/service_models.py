@@ -1,0 +1,49 @@
+"""botocore's own service models for the APIs smlocal serves, loaded once per process.
+
+The emulator validates and routes requests with the very models boto3 uses to build them, so the
+two cannot drift: `operation_model("sagemaker", "CreateEndpoint").input_shape` is the shape the
+client serialised. Models come from botocore's data loader (its bundled `data/` plus any
+`AWS_DATA_PATH` / `~/.aws/models` overrides, exactly as a boto3 client in the same environment
+would see them). Everything is cached with functools.cache: the first call for a service parses
+its JSON (sagemaker: a few hundred ms), later calls are a dict lookup.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import botocore.model
+import botocore.session
+
+SAGEMAKER = "sagemaker"
+SAGEMAKER_RUNTIME = "sagemaker-runtime"
+APPLICATION_AUTOSCALING = "application-autoscaling"
+
+SERVICES: frozenset[str] = frozenset({SAGEMAKER, SAGEMAKER_RUNTIME, APPLICATION_AUTOSCALING})
+
+
+@functools.cache
+def _session() -> botocore.session.Session:
+    return botocore.session.Session()
+
+
+@functools.cache
+def service_model(service: str) -> botocore.model.ServiceModel:
+    """The botocore ServiceModel of one of SERVICES; KeyError for any other name."""
+    if service not in SERVICES:
+        raise KeyError(service)
+    return _session().get_service_model(service)
+
+
+@functools.cache
+def operation_names(service: str) -> frozenset[str]:
+    """The names of every operation the service's model defines (e.g. "CreateEndpoint")."""
+    return frozenset(service_model(service).operation_names)
+
+
+@functools.cache
+def operation_model(service: str, name: str) -> botocore.model.OperationModel:
+    """The OperationModel of `name` in `service`; KeyError for an unknown service or operation."""
+    if name not in operation_names(service):
+        raise KeyError(f"{service}:{name}")
+    return service_model(service).operation_model(name)
