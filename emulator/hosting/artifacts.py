@@ -1,0 +1,555 @@
+"""Model data: from a model's data source to a host directory mounted read-only at /opt/ml/model.
+
+`ArtifactStore.check_exists` is the synchronous check CreateModel makes; `materialize` (blocking, run
+via asyncio.to_thread) fetches and unpacks the data before the container starts (contract §3.2).
+
+Sources: `s3://bucket/key` (boto3 clients from the factory, so the endpoint is the caller's choice),
+`file:///abs/path` or a plain path to a tar.gz, and — an smlocal extension — a local directory, which
+is returned as-is without a copy. CompressionType "None" lays out S3 objects as files: S3Object gives
+one file named after the key's last segment, S3Prefix gives every object under the prefix.
+
+Layout under `root` (content-addressed, shared by every endpoint using the same data)::
+
+    models/<sha256>/   finished model directories, immutable, published by an atomic rename.
+                       Gzip: sha256 of the archive bytes. Uncompressed: sha256 of a manifest of
+                       (name, ETag, size) of the objects, so a listing identifies its directory.
+    tmp/               downloads and extractions in progress; removed when they fail.
+    index.json         source fingerprint -> archive digest: [s3, bucket, key, ETag, size] and
+                       [file, real path, size, mtime_ns], so a repeat needs no download or hash.
+
+Failure texts: extraction and "too large" follow the FailureReasons observed from SageMaker (§3.2);
+the download text follows SageMaker's observed "Failed to download model data for container" form.
+SageMaker's texts for rejected uncompressed object names, folder objects and name clashes are not
+known: the `Invalid model data at URL ...` messages here are smlocal's own, in the same style, as
+are the ValidationFailed texts for malformed sources. Every ModelDataError raised by `materialize` is
+a `ModelDataFailure` whose `detail` names the object or member at fault and why (for the endpoint log).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import stat
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from emulator.errors import ModelDataError, ModelDataNotFound, ValidationFailed
+from emulator.hosting.archive import (
+    CHUNK_BYTES,
+    DIR_MODE,
+    FILE_MODE,
+    ArchiveRejected,
+    ArchiveTooLarge,
+    extract_archive,
+)
+from emulator.model.resources import ModelDataSource  # re-exported: one class for model and hosting
+
+__all__ = [
+    "DEFAULT_MAX_EXTRACTED_BYTES",
+    "ArtifactStats",
+    "ArtifactStore",
+    "ModelDataFailure",
+    "ModelDataSource",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_EXTRACTED_BYTES = 100 * 1024**3
+_NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound", "NoSuchBucket"})
+
+
+def extract_failed_message(uri: str) -> str:
+    return (
+        f'Failed to extract model data archive from URL "{uri}". '
+        "Please ensure that the object located at the URL is a valid tar.gz archive."
+    )
+
+
+def too_large_message(uri: str) -> str:
+    return (
+        f'Failed to extract model data archive from URL "{uri}". The model data archive is too large. '
+        "Please reduce the size of the model data archive or move to an instance type with more memory."
+    )
+
+
+def download_failed_message(uri: str) -> str:
+    return (
+        f'Failed to download model data for container from URL "{uri}". Please ensure that there is an '
+        "object located at the URL and that the role passed to CreateModel has permissions to download "
+        "the object."
+    )
+
+
+def not_found_message(uri: str) -> str:
+    return f"Could not find model data at {uri}."
+
+
+class ModelDataFailure(ModelDataError):
+    """A ModelDataError whose `detail` says exactly what failed (for the endpoint's log)."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class ArtifactStats:
+    """Counters a test (or a log line) can read to prove what materialize did."""
+
+    downloads: int = 0  # S3 objects fetched
+    hashes: int = 0  # local files hashed
+    extractions: int = 0  # model directories built (archive extracted or objects laid out)
+    reuses: int = 0  # materialize answered by a model directory that already existed
+
+
+@dataclass(frozen=True)
+class _S3:
+    bucket: str
+    key: str
+
+
+def _locate(source: ModelDataSource) -> _S3 | Path:
+    """Check the source's shape; raise ValidationFailed for one SageMaker would not accept."""
+    uri = source.uri
+    if source.compression not in ("Gzip", "None"):
+        raise ValidationFailed(
+            f"Invalid CompressionType {source.compression!r} for model data {uri}: expected Gzip or None."
+        )
+    if source.data_type not in ("S3Object", "S3Prefix"):
+        raise ValidationFailed(
+            f"Invalid S3DataType {source.data_type!r} for model data {uri}: expected S3Object or S3Prefix."
+        )
+    if source.data_type == "S3Prefix" and source.compression != "None":
+        raise ValidationFailed(f"Model data {uri} has S3DataType S3Prefix, which needs CompressionType None.")
+    if uri.startswith("s3://"):
+        bucket, _, key = uri[len("s3://") :].partition("/")
+        if not bucket:
+            raise ValidationFailed(f"Model data URL {uri} names no bucket.")
+        if source.data_type == "S3Prefix":
+            if not uri.endswith("/"):
+                raise ValidationFailed(f"The S3 prefix {uri} of model data must end with '/'.")
+        elif not key or key.endswith("/"):
+            raise ValidationFailed(f"Model data URL {uri} does not name an S3 object.")
+        return _S3(bucket, key)
+    if uri.startswith("file://"):
+        parsed = urlparse(uri)
+        if parsed.netloc not in ("", "localhost"):
+            raise ValidationFailed(f"Model data URL {uri} must name a file on this host.")
+        return Path(unquote(parsed.path))
+    if "://" in uri:
+        raise ValidationFailed(f"Model data URL {uri} is not supported: use s3://, file:// or a local path.")
+    if not uri:
+        raise ValidationFailed("Model data URL is empty.")
+    return Path(uri)
+
+
+def _error_code(exc: Exception) -> str:
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def _digest_of(*manifest: object) -> str:
+    return hashlib.sha256(json.dumps(manifest, separators=(",", ":")).encode()).hexdigest()
+
+
+def _name_problem(segment: str) -> str | None:
+    """Why an object name segment cannot be a file name under /opt/ml/model, or None."""
+    if not segment.strip():
+        return "has an empty or blank path segment"
+    if segment in (".", ".."):
+        return f"has a {segment!r} path segment"
+    if "\x00" in segment:
+        return "has a NUL character in its name"
+    if len(segment.encode()) > 255:
+        return "has a path segment longer than 255 bytes"
+    return None
+
+
+def _invalid(uri: str, key_uri: str, reason: str) -> ModelDataFailure:
+    return ModelDataFailure(
+        f'Invalid model data at URL "{uri}": the object "{key_uri}" {reason}. With CompressionType None '
+        "each object must map to a file path under /opt/ml/model.",
+        f"{key_uri}: {reason}",
+    )
+
+
+class ArtifactStore:
+    """Fetches, verifies and unpacks model data into a content-addressed cache under `root`."""
+
+    def __init__(
+        self,
+        root: Path,
+        s3_client_factory: Callable[[], Any],
+        *,
+        max_extracted_bytes: int = DEFAULT_MAX_EXTRACTED_BYTES,
+    ) -> None:
+        self.root = root
+        self.models_dir = root / "models"
+        self.tmp_dir = root / "tmp"
+        self.index_file = root / "index.json"
+        self.max_extracted_bytes = max_extracted_bytes
+        self._factory = s3_client_factory
+        self._client: Any = None
+        self._guard = threading.Lock()  # protects the fields below
+        self._locks: dict[str, threading.Lock] = {}
+        self._stats = ArtifactStats()
+        self.models_dir.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        self._index: dict[str, str] = self._load_index()
+
+    # -- public -------------------------------------------------------------------------------------
+
+    @property
+    def stats(self) -> ArtifactStats:
+        with self._guard:
+            return self._stats
+
+    def check_exists(self, source: ModelDataSource) -> None:
+        """CreateModel's synchronous check: raise ModelDataNotFound when there is nothing at the URL."""
+        where = _locate(source)
+        if isinstance(where, Path):
+            if not where.exists():
+                raise ModelDataNotFound(not_found_message(source.uri))
+            return
+        client = self._s3()
+        try:
+            if source.data_type == "S3Prefix":
+                listed = client.list_objects_v2(Bucket=where.bucket, Prefix=where.key, MaxKeys=1)
+                if not listed.get("KeyCount", len(listed.get("Contents", []))):
+                    raise ModelDataNotFound(not_found_message(source.uri))
+            else:
+                client.head_object(Bucket=where.bucket, Key=where.key)
+        except ClientError as exc:
+            if _error_code(exc) in _NOT_FOUND_CODES:
+                raise ModelDataNotFound(not_found_message(source.uri)) from exc
+            raise ValidationFailed(f"Could not access model data at {source.uri}. ({exc})") from exc
+        except BotoCoreError as exc:
+            raise ValidationFailed(f"Could not access model data at {source.uri}. ({exc})") from exc
+
+    def materialize(self, source: ModelDataSource) -> Path:
+        """Return a host directory holding the model files (blocking; run it in a worker thread)."""
+        try:
+            where = _locate(source)
+        except ValidationFailed as exc:
+            raise ModelDataFailure(exc.message, exc.message) from exc
+        if isinstance(where, Path):
+            return self._local(source, where)
+        if source.compression == "Gzip":
+            return self._s3_archive(source, where)
+        if source.data_type == "S3Prefix":
+            return self._s3_prefix(source, where)
+        return self._s3_object(source, where)
+
+    # -- sources ------------------------------------------------------------------------------------
+
+    def _local(self, source: ModelDataSource, path: Path) -> Path:
+        try:
+            st = path.stat()
+        except OSError as exc:
+            raise ModelDataFailure(download_failed_message(source.uri), f"{path}: {exc.strerror}") from exc
+        if stat.S_ISDIR(st.st_mode):
+            return path.resolve()  # smlocal extension: a directory is mounted as it is
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelDataFailure(download_failed_message(source.uri), f"{path}: not a file or directory")
+        real = os.path.realpath(path)
+        fingerprint = json.dumps(["file", source.compression, real, st.st_size, st.st_mtime_ns])
+        with self._locked(fingerprint):
+            known = self._lookup(fingerprint)
+            if known is not None:
+                return known
+            if source.compression == "None":
+                digest, model = self._build(source, lambda tmp: self._copy_single(source, path, tmp))
+            else:
+                digest = self._hash_file(source, path)
+                model = self._extract(source, path, digest)
+            self._remember(fingerprint, digest)
+            return model
+
+    def _s3_archive(self, source: ModelDataSource, where: _S3) -> Path:
+        client = self._s3()
+        head = self._s3_call(source, lambda: client.head_object(Bucket=where.bucket, Key=where.key))
+        fingerprint = self._s3_fingerprint(where, head["ETag"], head["ContentLength"])
+        with self._locked(fingerprint):
+            known = self._lookup(fingerprint)
+            if known is not None:
+                return known
+            fd, name = tempfile.mkstemp(prefix="download-", suffix=".tar.gz", dir=self.tmp_dir)
+            os.close(fd)
+            archive = Path(name)
+            try:
+                digest, etag, size = self._fetch(source, where.bucket, where.key, archive, None)
+                model = self._extract(source, archive, digest)
+            finally:
+                archive.unlink(missing_ok=True)
+            self._remember(self._s3_fingerprint(where, etag, size), digest)
+            return model
+
+    def _s3_object(self, source: ModelDataSource, where: _S3) -> Path:
+        client = self._s3()
+        head = self._s3_call(source, lambda: client.head_object(Bucket=where.bucket, Key=where.key))
+        name = where.key.rsplit("/", 1)[-1]
+        problem = _name_problem(name)
+        if problem:
+            raise _invalid(source.uri, source.uri, problem)
+        etag, size = head["ETag"], int(head["ContentLength"])
+        self._check_size(source, size)
+        digest = _digest_of("s3object-v1", name, etag, size)
+
+        def lay_out(tmp: Path) -> str:
+            self._fetch(source, where.bucket, where.key, tmp / name, etag)
+            return digest
+
+        return self._build(source, lay_out, digest)[1]
+
+    def _s3_prefix(self, source: ModelDataSource, where: _S3) -> Path:
+        client = self._s3()
+        objects: list[tuple[str, str, str, int]] = []  # (relative name, key, ETag, size)
+        paginator = client.get_paginator("list_objects_v2")
+        pages = self._s3_call(source, lambda: list(paginator.paginate(Bucket=where.bucket, Prefix=where.key)))
+        for page in pages:
+            for obj in page.get("Contents", []):
+                objects.append((obj["Key"][len(where.key) :], obj["Key"], obj["ETag"], int(obj["Size"])))
+        if not objects:
+            raise ModelDataFailure(download_failed_message(source.uri), f"no objects under {source.uri}")
+        files: set[str] = set()
+        dirs: dict[str, str] = {}  # directory path -> the first key that needs it
+        for rel, key, _etag, size in objects:
+            key_uri = f"s3://{where.bucket}/{key}"
+            if key.endswith("/") and size == 0:
+                raise _invalid(source.uri, key_uri, "is a folder object (a zero-byte key ending in '/')")
+            for segment in rel.split("/"):
+                problem = _name_problem(segment)
+                if problem:
+                    raise _invalid(source.uri, key_uri, problem)
+            files.add(rel)
+            parts = rel.split("/")
+            for i in range(1, len(parts)):
+                dirs.setdefault("/".join(parts[:i]), key_uri)
+        for rel, key, _etag, _size in objects:
+            if rel in dirs:
+                raise _invalid(
+                    source.uri,
+                    f"s3://{where.bucket}/{key}",
+                    f'is a file, but "{dirs[rel]}" needs that name as a directory',
+                )
+        self._check_size(source, sum(size for *_, size in objects))
+        digest = _digest_of("s3prefix-v1", sorted((rel, etag, size) for rel, _k, etag, size in objects))
+
+        def lay_out(tmp: Path) -> str:
+            for rel, key, etag, _size in objects:
+                target = tmp.joinpath(*rel.split("/"))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                self._fetch(source, where.bucket, key, target, etag)
+            return digest
+
+        return self._build(source, lay_out, digest)[1]
+
+    # -- building blocks ----------------------------------------------------------------------------
+
+    def _s3(self) -> Any:
+        with self._guard:
+            if self._client is None:
+                self._client = self._factory()
+            return self._client
+
+    def _s3_call(self, source: ModelDataSource, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except (ClientError, BotoCoreError) as exc:
+            raise ModelDataFailure(download_failed_message(source.uri), f"{source.uri}: {exc}") from exc
+
+    @staticmethod
+    def _s3_fingerprint(where: _S3, etag: str, size: int) -> str:
+        return json.dumps(["s3", where.bucket, where.key, etag, int(size)])
+
+    def _fetch(
+        self, source: ModelDataSource, bucket: str, key: str, dest: Path, if_match: str | None
+    ) -> tuple[str, str, int]:
+        """Stream one object into `dest` (created), hashing as it goes: (sha256, ETag, size)."""
+        key_uri = f"s3://{bucket}/{key}"
+        sha = hashlib.sha256()
+        written = 0
+        extra = {"IfMatch": if_match} if if_match else {}
+        try:
+            response = self._s3().get_object(Bucket=bucket, Key=key, **extra)
+            body = response["Body"]
+            with open(dest, "wb") as out:
+                for chunk in body.iter_chunks(CHUNK_BYTES):
+                    sha.update(chunk)
+                    written += len(chunk)
+                    out.write(chunk)
+            body.close()
+        except (ClientError, BotoCoreError, OSError) as exc:
+            raise ModelDataFailure(download_failed_message(source.uri), f"{key_uri}: {exc}") from exc
+        expected = int(response.get("ContentLength", written))
+        if written != expected:
+            raise ModelDataFailure(
+                download_failed_message(source.uri), f"{key_uri}: got {written} of {expected} bytes"
+            )
+        os.chmod(dest, FILE_MODE)
+        self._count(downloads=1)
+        return sha.hexdigest(), str(response.get("ETag", if_match or "")), written
+
+    def _hash_file(self, source: ModelDataSource, path: Path) -> str:
+        sha = hashlib.sha256()
+        try:
+            with open(path, "rb") as f:
+                while chunk := f.read(CHUNK_BYTES):
+                    sha.update(chunk)
+        except OSError as exc:
+            raise ModelDataFailure(download_failed_message(source.uri), f"{path}: {exc}") from exc
+        self._count(hashes=1)
+        return sha.hexdigest()
+
+    def _copy_single(self, source: ModelDataSource, path: Path, tmp: Path) -> str:
+        problem = _name_problem(path.name)
+        if problem:
+            raise _invalid(source.uri, str(path), problem)
+        self._check_size(source, path.stat().st_size)
+        sha = hashlib.sha256()
+        try:
+            with open(path, "rb") as src, open(tmp / path.name, "wb") as out:
+                while chunk := src.read(CHUNK_BYTES):
+                    sha.update(chunk)
+                    out.write(chunk)
+        except OSError as exc:
+            raise ModelDataFailure(download_failed_message(source.uri), f"{path}: {exc}") from exc
+        os.chmod(tmp / path.name, FILE_MODE)
+        self._count(hashes=1)
+        return _digest_of("file-v1", path.name, sha.hexdigest())
+
+    def _check_size(self, source: ModelDataSource, total: int) -> None:
+        if total > self.max_extracted_bytes:
+            raise ModelDataFailure(
+                f'Invalid model data at URL "{source.uri}": the model data is too large. Please reduce its '
+                "size or move to an instance type with more memory.",
+                f"{total} bytes, over the cap of {self.max_extracted_bytes} bytes",
+            )
+
+    def _extract(self, source: ModelDataSource, archive: Path, digest: str) -> Path:
+        def unpack(tmp: Path) -> str:
+            try:
+                result = extract_archive(archive, tmp, self.max_extracted_bytes)
+            except ArchiveTooLarge as exc:
+                raise ModelDataFailure(too_large_message(source.uri), exc.detail) from exc
+            except ArchiveRejected as exc:
+                raise ModelDataFailure(extract_failed_message(source.uri), exc.detail) from exc
+            log.info("extracted %s: %d files, %d bytes", source.uri, result.files, result.total_bytes)
+            return digest
+
+        return self._build(source, unpack, digest)[1]
+
+    def _build(
+        self, source: ModelDataSource, lay_out: Callable[[Path], str], digest: str | None = None
+    ) -> tuple[str, Path]:
+        """Fill a fresh temp dir with `lay_out` (which returns the digest) and publish it atomically.
+
+        With the digest known up front, an existing model directory is reused without any work.
+        """
+        if digest is not None:
+            with self._locked("digest:" + digest):
+                return digest, self._build_locked(source, lay_out, digest)
+        tmp = Path(tempfile.mkdtemp(prefix="build-", dir=self.tmp_dir))
+        try:
+            digest = lay_out(tmp)
+            with self._locked("digest:" + digest):
+                return digest, self._publish(source, tmp, digest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _build_locked(self, source: ModelDataSource, lay_out: Callable[[Path], str], digest: str) -> Path:
+        target = self.models_dir / digest
+        if target.is_dir():
+            self._count(reuses=1)
+            log.info("model data %s: reusing %s", source.uri, target)
+            return target
+        tmp = Path(tempfile.mkdtemp(prefix=f"build-{digest[:12]}-", dir=self.tmp_dir))
+        try:
+            lay_out(tmp)
+            return self._publish(source, tmp, digest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _publish(self, source: ModelDataSource, tmp: Path, digest: str) -> Path:
+        target = self.models_dir / digest
+        if target.is_dir():
+            self._count(reuses=1)
+            return target
+        try:
+            os.chmod(tmp, DIR_MODE)
+            for dirpath, _dirs, _files in os.walk(tmp):
+                os.chmod(dirpath, DIR_MODE)
+            os.rename(tmp, target)
+        except OSError as exc:
+            if target.is_dir():  # another process published the same content first
+                self._count(reuses=1)
+                return target
+            raise ModelDataFailure(
+                extract_failed_message(source.uri), f"could not publish {target}: {exc}"
+            ) from exc
+        self._count(extractions=1)
+        log.info("model data %s: built %s", source.uri, target)
+        return target
+
+    # -- index, locks, counters ---------------------------------------------------------------------
+
+    def _load_index(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.index_file.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable model data index %s: %s", self.index_file, exc)
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def _lookup(self, fingerprint: str) -> Path | None:
+        with self._guard:
+            digest = self._index.get(fingerprint)
+        if digest is None:
+            return None
+        target = self.models_dir / digest
+        if not target.is_dir():
+            return None
+        self._count(reuses=1)
+        log.info("model data index hit: %s", target)
+        return target
+
+    def _remember(self, fingerprint: str, digest: str) -> None:
+        with self._guard:
+            self._index[fingerprint] = digest
+            snapshot = json.dumps(self._index, indent=0, sort_keys=True)
+            # Written under the guard so two writers in this process cannot interleave.
+            fd, name = tempfile.mkstemp(prefix="index-", dir=self.tmp_dir)
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(snapshot)
+                os.replace(name, self.index_file)
+            except OSError as exc:
+                Path(name).unlink(missing_ok=True)
+                log.warning("could not write model data index %s: %s", self.index_file, exc)
+
+    @contextmanager
+    def _locked(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
+
+    def _count(self, **increments: int) -> None:
+        with self._guard:
+            current = self._stats
+            self._stats = replace(
+                current, **{name: getattr(current, name) + n for name, n in increments.items()}
+            )
