@@ -24,7 +24,9 @@ CONFIG = web.AppKey("config", ServerConfig)
 
 def _s3_factory(config: ServerConfig) -> Callable[[], Any]:
     def make() -> Any:
-        return boto3.session.Session().client("s3", endpoint_url=config.s3_endpoint_url, region_name=config.region)
+        return boto3.session.Session().client(
+            "s3", endpoint_url=config.s3_endpoint_url, region_name=config.region
+        )
 
     return make
 

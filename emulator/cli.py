@@ -1,10 +1,10 @@
 """The `smlocal` command. The only module that reads os.environ; it builds the frozen config.
 
-    smlocal setup                      start a Docker engine (installing Debian's when needed), base image
-    smlocal serve                      serve SageMaker's control plane and runtime on one port
-    smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V ...]
-    smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--output F]
-    smlocal ls | logs ENDPOINT | delete ENDPOINT | down
+smlocal setup                      start a Docker engine (installing Debian's when needed), base image
+smlocal serve                      serve SageMaker's control plane and runtime on one port
+smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V ...]
+smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--output F]
+smlocal ls | logs ENDPOINT | delete ENDPOINT | down
 """
 
 from __future__ import annotations
@@ -125,8 +125,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         return 0
     described = _wait_in_service(sm, name, args.timeout)
     if described["EndpointStatus"] != "InService":
-        print(f"Endpoint {name} is {described['EndpointStatus']}: {described.get('FailureReason', '')}",
-              file=sys.stderr)
+        print(
+            f"Endpoint {name} is {described['EndpointStatus']}: {described.get('FailureReason', '')}",
+            file=sys.stderr,
+        )
         return 1
     print(name)
     return 0
@@ -176,7 +178,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
     params = {k: v for k, v in (("variant", args.variant), ("instance", args.instance)) if v}
     if args.tail:
         params["tail"] = str(args.tail)
-    resp = httpx.get(f"{_endpoint_url(args)}/_smlocal/endpoints/{args.endpoint}/logs", params=params, timeout=30)
+    resp = httpx.get(
+        f"{_endpoint_url(args)}/_smlocal/endpoints/{args.endpoint}/logs", params=params, timeout=30
+    )
     if resp.status_code != 200:
         print(resp.json().get("message", resp.text), file=sys.stderr)
         return 1
@@ -235,7 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def client_cmd(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("--endpoint-url", help=f"smlocal's URL (default ${ENDPOINT_URL_ENV} or http://127.0.0.1:8090)")
+        p.add_argument(
+            "--endpoint-url", help=f"smlocal's URL (default ${ENDPOINT_URL_ENV} or http://127.0.0.1:8090)"
+        )
         return p
 
     p = sub.add_parser("setup", help="start a Docker engine and prepare the base image")
@@ -249,7 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--account-id", default="123456789012")
     p.add_argument("--stop-grace", type=float, help="seconds between SIGTERM and SIGKILL (default 30)")
     p.add_argument("--invocation-timeout", type=float, help="seconds to wait for /invocations (default 60)")
-    p.add_argument("--startup-timeout", type=float, help="seconds until the first 200 from /ping (default 480)")
+    p.add_argument(
+        "--startup-timeout", type=float, help="seconds until the first 200 from /ping (default 480)"
+    )
     p.add_argument("--keep-containers", action="store_true", help="leave containers running on exit")
     p.set_defaults(func=cmd_serve)
 
@@ -298,7 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         return int(args.func(args))
     except SmlocalError as exc:

@@ -25,8 +25,12 @@ def serve_forever(config: ServerConfig, keep_containers: bool = False) -> None:
     app = build_app(config, stop_containers_on_exit=not keep_containers)
 
     def announce(message: str) -> None:
-        log.info("smlocal serving SageMaker APIs on http://%s:%d (state dir %s)", config.host, config.port,
-                 config.state_dir)
+        log.info(
+            "smlocal serving SageMaker APIs on http://%s:%d (state dir %s)",
+            config.host,
+            config.port,
+            config.state_dir,
+        )
 
     web.run_app(
         app,

@@ -64,7 +64,10 @@ def _container_name(endpoint: str, variant: str, instance_id: str) -> str:
 
 class Deployer:
     def __init__(
-        self, config: ServerConfig, runtime: ContainerRuntime, ping_session: Callable[[], aiohttp.ClientSession]
+        self,
+        config: ServerConfig,
+        runtime: ContainerRuntime,
+        ping_session: Callable[[], aiohttp.ClientSession],
     ) -> None:
         self._config = config
         self._runtime = runtime
@@ -100,10 +103,14 @@ class Deployer:
             gpus=self._wants_gpu(plan.variant),
         )
 
-    def _attach(self, plan: VariantPlan, instance_id: str, handle: ContainerHandle, since: int | None) -> Instance:
+    def _attach(
+        self, plan: VariantPlan, instance_id: str, handle: ContainerHandle, since: int | None
+    ) -> Instance:
         instance = Instance(instance_id=instance_id, variant_name=plan.variant.variant_name, handle=handle)
         loop = asyncio.get_running_loop()
-        path = logs.stream_path(self._config.logs_dir, plan.endpoint_name, plan.variant.variant_name, instance_id)
+        path = logs.stream_path(
+            self._config.logs_dir, plan.endpoint_name, plan.variant.variant_name, instance_id
+        )
 
         def source() -> Iterator[bytes]:
             return self._runtime.follow_logs(handle.id, since=since)
@@ -111,7 +118,7 @@ class Deployer:
         instance.pump = logs.LogPump(
             source,
             path,
-            on_exit=lambda: loop.call_soon_threadsafe(instance.exited.set),
+            on_exit=lambda: _call_soon(loop, instance.exited.set),
         )
         instance.pump.start()
         return instance
@@ -119,13 +126,21 @@ class Deployer:
     async def start_instance(self, plan: VariantPlan) -> Instance:
         instance_id = new_instance_id()
         handle = await asyncio.to_thread(self._runtime.start, self._spec(plan, instance_id))
-        log.info("%s/%s: started %s (%s) on %s", plan.endpoint_name, plan.variant.variant_name,
-                 instance_id, handle.name, handle.base_url)
+        log.info(
+            "%s/%s: started %s (%s) on %s",
+            plan.endpoint_name,
+            plan.variant.variant_name,
+            instance_id,
+            handle.name,
+            handle.base_url,
+        )
         return self._attach(plan, instance_id, handle, since=None)
 
     def adopt_instance(self, plan: VariantPlan, handle: ContainerHandle) -> Instance:
         instance_id = handle.labels.get(labels.INSTANCE) or new_instance_id()
-        log.info("%s/%s: adopting running container %s", plan.endpoint_name, plan.variant.variant_name, handle.name)
+        log.info(
+            "%s/%s: adopting running container %s", plan.endpoint_name, plan.variant.variant_name, handle.name
+        )
         return self._attach(plan, instance_id, handle, since=int(time.time()))
 
     def adoptable(self, plan: VariantPlan, candidates: Sequence[ContainerHandle]) -> bool:
@@ -142,10 +157,18 @@ class Deployer:
             instance.exited.set()  # the engine published no port: the container is already gone
             readiness = None
         else:
-            readiness = await wait_until_healthy(self._ping_session(), instance.base_url, policy, instance.exited)
+            readiness = await wait_until_healthy(
+                self._ping_session(), instance.base_url, policy, instance.exited
+            )
             if readiness.outcome is Outcome.HEALTHY:
-                log.info("%s/%s: %s healthy after %.2f s (%d pings)", plan.endpoint_name, variant.variant_name,
-                         instance.instance_id, readiness.elapsed_s, readiness.attempts)
+                log.info(
+                    "%s/%s: %s healthy after %.2f s (%d pings)",
+                    plan.endpoint_name,
+                    variant.variant_name,
+                    instance.instance_id,
+                    readiness.elapsed_s,
+                    readiness.attempts,
+                )
                 return
         if readiness is None or readiness.outcome is Outcome.EXITED:
             state = await asyncio.to_thread(self._runtime.state, instance.handle.id)
@@ -156,7 +179,9 @@ class Deployer:
             detail = f". The container exited with code {state.exit_code}" + (
                 "; last log lines:\n" + "\n".join(tail) if tail else "; it wrote no log lines."
             )
-            self.platform_log(plan.endpoint_name, f"{variant.variant_name}/{instance.instance_id}: {reason}{detail}")
+            self.platform_log(
+                plan.endpoint_name, f"{variant.variant_name}/{instance.instance_id}: {reason}{detail}"
+            )
             raise DeploymentFailed(_clip(reason + detail))
         self.platform_log(
             plan.endpoint_name,
@@ -174,8 +199,10 @@ class Deployer:
         instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
         try:
             async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(self.start_instance(plan))
-                         for _ in range(plan.variant.initial_instance_count - len(instances))]
+                tasks = [
+                    group.create_task(self.start_instance(plan))
+                    for _ in range(plan.variant.initial_instance_count - len(instances))
+                ]
             instances.extend(t.result() for t in tasks)
             async with asyncio.TaskGroup() as group:
                 for instance in instances:
@@ -211,7 +238,7 @@ class Deployer:
         return self._runtime.list({labels.MANAGED: "true", labels.OWNER: self._owner})
 
 
-def _first_error(group: BaseExceptionGroup) -> BaseException:  # type: ignore[type-arg]
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     for exc in group.exceptions:
         if isinstance(exc, BaseExceptionGroup):
             return _first_error(exc)
@@ -219,11 +246,18 @@ def _first_error(group: BaseExceptionGroup) -> BaseException:  # type: ignore[ty
     return group
 
 
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(callback)
+
+
 def _clip(text: str) -> str:
     return text if len(text) <= _FAILURE_REASON_MAX else text[: _FAILURE_REASON_MAX - 3] + "..."
 
 
-def group_by_variant(handles: Sequence[ContainerHandle], endpoint: str) -> Mapping[str, list[ContainerHandle]]:
+def group_by_variant(
+    handles: Sequence[ContainerHandle], endpoint: str
+) -> Mapping[str, list[ContainerHandle]]:
     grouped: dict[str, list[ContainerHandle]] = {}
     for h in handles:
         if h.labels.get(labels.ENDPOINT) == endpoint:

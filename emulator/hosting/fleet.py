@@ -56,7 +56,9 @@ class EndpointFleet:
 
     def __init__(self, variants: Sequence[VariantFleet]) -> None:
         self.variants = {v.variant.variant_name: v for v in variants}
-        self._choice = WeightedChoice([v.variant.variant_name for v in variants], [v.weight for v in variants])
+        self._choice = WeightedChoice(
+            [v.variant.variant_name for v in variants], [v.weight for v in variants]
+        )
 
     def choose(self, target_variant: str | None) -> VariantFleet | None:
         if target_variant is not None:

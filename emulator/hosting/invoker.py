@@ -13,7 +13,13 @@ from dataclasses import dataclass
 import aiohttp
 from multidict import CIMultiDict
 
-from emulator.errors import ModelErrorResponse, ModelFault, ModelResponseTooLarge, ModelTimeout, ModelUnreachable
+from emulator.errors import (
+    ModelErrorResponse,
+    ModelFault,
+    ModelResponseTooLarge,
+    ModelTimeout,
+    ModelUnreachable,
+)
 from emulator.model import messages
 from emulator.model.arns import Account
 
@@ -89,7 +95,9 @@ class Invoker:
                 timeout=aiohttp.ClientTimeout(total=timeout_s),
             ) as resp:
                 if resp.content_length is not None and resp.content_length > self._max_response:
-                    raise context.fault(ModelResponseTooLarge, 0, messages.response_too_large(self._max_response))
+                    raise context.fault(
+                        ModelResponseTooLarge, 0, messages.response_too_large(self._max_response)
+                    )
                 if resp.content_length is not None:
                     data = await resp.read()
                 else:

@@ -46,7 +46,11 @@ def _model_to_json(m: Model) -> dict[str, Any]:
     c = m.primary_container
     data = None
     if c.model_data is not None:
-        data = {"uri": c.model_data.uri, "compression": c.model_data.compression, "data_type": c.model_data.data_type}
+        data = {
+            "uri": c.model_data.uri,
+            "compression": c.model_data.compression,
+            "data_type": c.model_data.data_type,
+        }
     return {
         "name": m.name,
         "arn": m.arn,
@@ -75,7 +79,11 @@ def _model_from_json(d: dict[str, Any]) -> Model:
         enable_network_isolation=d["enable_network_isolation"],
         tags=_tags(d["tags"]),
         primary_container=ContainerDefinition(
-            image=c["image"], environment=c["environment"], model_data=data, hostname=c["hostname"], mode=c["mode"]
+            image=c["image"],
+            environment=c["environment"],
+            model_data=data,
+            hostname=c["hostname"],
+            mode=c["mode"],
         ),
     )
 

@@ -65,7 +65,9 @@ async def wait_until_healthy(
         if now >= deadline:
             return Readiness(Outcome.TIMED_OUT, now - started, attempts, observation)
         attempts += 1
-        attempt = asyncio.ensure_future(ping_once(session, url, min(policy.attempt_timeout_s, deadline - now)))
+        attempt = asyncio.ensure_future(
+            ping_once(session, url, min(policy.attempt_timeout_s, deadline - now))
+        )
         exit_wait = asyncio.ensure_future(exited.wait())
         done, _ = await asyncio.wait({attempt, exit_wait}, return_when=asyncio.FIRST_COMPLETED)
         if attempt not in done:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import aiohttp
 from multidict import CIMultiDict
@@ -137,10 +137,12 @@ class HostingService:
         snapshot = persistence.Snapshot(list(self.models), list(self.endpoint_configs), list(self.endpoints))
         persistence.save(self.config.state_file, snapshot)
 
-    def _spawn(self, name: str, coro: object) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+    def _spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
         self._tasks[name.lower()] = task
-        task.add_done_callback(lambda t: self._tasks.pop(name.lower(), None) if self._tasks.get(name.lower()) is t else None)
+        task.add_done_callback(
+            lambda t: self._tasks.pop(name.lower(), None) if self._tasks.get(name.lower()) is t else None
+        )
 
     # ------------------------------------------------------------------ models
 
@@ -211,7 +213,9 @@ class HostingService:
                 raise ValidationFailed(f"Variant name {variant.variant_name} is used more than once.")
             seen.add(variant.variant_name.lower())
             if variant.model_name not in self.models:
-                raise ResourceNotFound(messages.not_found("model", self.account.model_arn(variant.model_name)))
+                raise ResourceNotFound(
+                    messages.not_found("model", self.account.model_arn(variant.model_name))
+                )
         endpoint_config = EndpointConfig(name, arn, variants, self._clock(), kms_key_id, tags)
         self.endpoint_configs.put(endpoint_config)
         self._persist()
@@ -231,7 +235,9 @@ class HostingService:
 
     # ------------------------------------------------------------------ endpoints
 
-    def create_endpoint(self, name: str, config_name: str, tags: tuple[tuple[str, str], ...] = ()) -> Endpoint:
+    def create_endpoint(
+        self, name: str, config_name: str, tags: tuple[tuple[str, str], ...] = ()
+    ) -> Endpoint:
         arn = self.account.endpoint_arn(name)
         if name in self.endpoints:
             raise ResourceAlreadyExists(messages.already_exists("endpoint", arn))
@@ -319,7 +325,11 @@ class HostingService:
             error = _first(group_exc)
             if isinstance(error, asyncio.CancelledError):
                 raise error from None
-            reason = error.message if isinstance(error, DeploymentFailed | EngineError) else f"Internal error: {error}"
+            reason = (
+                error.message
+                if isinstance(error, DeploymentFailed | EngineError)
+                else f"Internal error: {error}"
+            )
             if not isinstance(error, DeploymentFailed | EngineError):
                 log.exception("deployment of %s failed", endpoint.name, exc_info=error)
             self.deployer.platform_log(endpoint.name, f"endpoint Failed: {reason}")
@@ -331,13 +341,17 @@ class HostingService:
         self._set_status(endpoint.name, EndpointStatus.IN_SERVICE)
         self.deployer.platform_log(endpoint.name, "endpoint InService")
 
-    async def _launch(self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]) -> VariantFleet:
+    async def _launch(
+        self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]
+    ) -> VariantFleet:
         plan = await self._plan(endpoint_name, variant)
         keep: list[ContainerHandle] = []
         if self.deployer.adoptable(plan, adopt):
             keep = adopt[: variant.initial_instance_count]
         extra = [h for h in adopt if h not in keep]
-        await asyncio.gather(*(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in extra))
+        await asyncio.gather(
+            *(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in extra)
+        )
         return await self.deployer.launch_variant(plan, adopt=keep)
 
     async def _teardown(self, name: str, fleet: EndpointFleet | None) -> None:
@@ -357,20 +371,30 @@ class HostingService:
             if endpoint.status is EndpointStatus.DELETING:
                 self._spawn(endpoint.name, self._teardown(endpoint.name, None))
                 continue
-            if endpoint.status not in (EndpointStatus.IN_SERVICE, EndpointStatus.CREATING, EndpointStatus.UPDATING):
+            if endpoint.status not in (
+                EndpointStatus.IN_SERVICE,
+                EndpointStatus.CREATING,
+                EndpointStatus.UPDATING,
+            ):
                 continue
             endpoint_config = self.endpoint_configs.get(endpoint.endpoint_config_name)
             if endpoint_config is None:
-                reason = messages.not_found("endpoint-config", self.account.endpoint_config_arn(endpoint.endpoint_config_name))
+                reason = messages.not_found(
+                    "endpoint-config", self.account.endpoint_config_arn(endpoint.endpoint_config_name)
+                )
                 self._set_status(endpoint.name, EndpointStatus.FAILED, reason)
                 continue
             claimed.update(h.id for h in mine)
             updated = self._set_status(endpoint.name, EndpointStatus.CREATING)
-            self._spawn(endpoint.name, self._deploy(updated, endpoint_config, group_by_variant(mine, endpoint.name)))
+            self._spawn(
+                endpoint.name, self._deploy(updated, endpoint_config, group_by_variant(mine, endpoint.name))
+            )
         orphans = [h for h in owned if h.id not in claimed]
         if orphans:
             log.info("removing %d container(s) no endpoint owns", len(orphans))
-        await asyncio.gather(*(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in orphans))
+        await asyncio.gather(
+            *(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in orphans)
+        )
 
     # ------------------------------------------------------------------ runtime
 
@@ -379,7 +403,9 @@ class HostingService:
     ) -> Invocation:
         fleet = self._fleets.get(endpoint_name)
         if fleet is None:
-            raise EndpointNotFound(messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id))
+            raise EndpointNotFound(
+                messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
+            )
         variant = fleet.choose(target_variant)
         if variant is None:
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
@@ -402,7 +428,7 @@ class HostingService:
         return sorted(root.rglob("*.log")) if root.exists() else []
 
 
-def _first(group: BaseExceptionGroup) -> BaseException:  # type: ignore[type-arg]
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
     for exc in group.exceptions:
         return _first(exc) if isinstance(exc, BaseExceptionGroup) else exc
     return group

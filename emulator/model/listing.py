@@ -66,8 +66,14 @@ def list_page(
         and (
             last_modified is None
             or (
-                (query.last_modified_time_before is None or last_modified(item) < query.last_modified_time_before)
-                and (query.last_modified_time_after is None or last_modified(item) > query.last_modified_time_after)
+                (
+                    query.last_modified_time_before is None
+                    or last_modified(item) < query.last_modified_time_before
+                )
+                and (
+                    query.last_modified_time_after is None
+                    or last_modified(item) > query.last_modified_time_after
+                )
             )
         )
         and (status is None or query.status_equals is None or status(item) == query.status_equals)

@@ -16,7 +16,9 @@ class WeightedChoice:
     TargetVariant; if every weight is zero, traffic is spread evenly (our choice, [U]).
     """
 
-    def __init__(self, names: Sequence[str], weights: Sequence[float], rng: random.Random | None = None) -> None:
+    def __init__(
+        self, names: Sequence[str], weights: Sequence[float], rng: random.Random | None = None
+    ) -> None:
         if not names:
             raise ValueError("no variants to route to")
         total = sum(weights)
@@ -47,7 +49,9 @@ R = TypeVar("R", bound=Routable)
 class InstancePicker:
     """Least outstanding requests, ties broken round-robin; or uniform random."""
 
-    def __init__(self, strategy: str = "LEAST_OUTSTANDING_REQUESTS", rng: random.Random | None = None) -> None:
+    def __init__(
+        self, strategy: str = "LEAST_OUTSTANDING_REQUESTS", rng: random.Random | None = None
+    ) -> None:
         self._random = strategy == "RANDOM"
         self._rng = rng or random.Random()
         self._next = 0

@@ -18,4 +18,6 @@ MANAGED_SELECTOR = {MANAGED: "true"}
 
 def owner_id(state_dir: Path) -> str:
     return hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:16]
+
+
 CONTAINER_PORT = "smlocal.container-port"

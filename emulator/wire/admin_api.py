@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 import os
+import signal
 
 from aiohttp import web
 

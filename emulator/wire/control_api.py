@@ -110,7 +110,10 @@ async def delete_endpoint(svc: HostingService, p: Params) -> dict[str, Any]:
 
 async def list_endpoints(svc: HostingService, p: Params) -> dict[str, Any]:
     items, token = list_page(
-        list(svc.endpoints), _query(p), last_modified=lambda e: e.last_modified_time, status=lambda e: e.status.value
+        list(svc.endpoints),
+        _query(p),
+        last_modified=lambda e: e.last_modified_time,
+        status=lambda e: e.status.value,
     )
     return _page("Endpoints", [serialize.endpoint_summary(e) for e in items], token)
 
@@ -137,7 +140,9 @@ def _validatable(operation: str, params: Params) -> Params:
         return params
     copy = dict(params)
     for key in ("PrimaryContainer",):
-        if isinstance(copy.get(key), dict) and serialize.is_local_uri(str(copy[key].get("ModelDataUrl", "s3://"))):
+        if isinstance(copy.get(key), dict) and serialize.is_local_uri(
+            str(copy[key].get("ModelDataUrl", "s3://"))
+        ):
             copy[key] = {k: v for k, v in copy[key].items() if k != "ModelDataUrl"}
     if isinstance(copy.get("Containers"), list):
         copy["Containers"] = [

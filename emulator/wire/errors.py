@@ -71,7 +71,10 @@ def control_error(exc: Exception, request_id: str) -> web.Response:
 
 
 def unknown_target(target: str, request_id: str) -> web.Response:
-    body = {"__type": "com.amazon.coral.service#UnknownOperationException", "message": f"Unknown operation {target}"}
+    body = {
+        "__type": "com.amazon.coral.service#UnknownOperationException",
+        "message": f"Unknown operation {target}",
+    }
     return web.Response(
         status=400,
         body=json.dumps(body).encode(),
@@ -85,7 +88,9 @@ def runtime_error(exc: Exception, request_id: str) -> web.Response:
     body: dict[str, object]
     if isinstance(exc, ModelFault):
         body = {
-            "ErrorCode": "CLIENT_ERROR_FROM_MODEL" if 400 <= exc.original_status < 500 else "SERVER_ERROR_FROM_MODEL",
+            "ErrorCode": "CLIENT_ERROR_FROM_MODEL"
+            if 400 <= exc.original_status < 500
+            else "SERVER_ERROR_FROM_MODEL",
             "LogStreamArn": exc.log_group_arn,
             "Message": exc.message,
             "OriginalMessage": exc.original_message,

@@ -93,12 +93,19 @@ def create_model_input(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
-    for feature in ("ServerlessConfig", "ManagedInstanceScaling", "InstancePools", "CapacityReservationConfig"):
+    for feature in (
+        "ServerlessConfig",
+        "ManagedInstanceScaling",
+        "InstancePools",
+        "CapacityReservationConfig",
+    ):
         if feature in v:
             raise _unsupported(f"ProductionVariant {feature}")
     if "ModelName" not in v:
         raise _unsupported("A production variant without ModelName (inference components)")
-    routing = (v.get("RoutingConfig") or {}).get("RoutingStrategy", RoutingStrategy.LEAST_OUTSTANDING_REQUESTS)
+    routing = (v.get("RoutingConfig") or {}).get(
+        "RoutingStrategy", RoutingStrategy.LEAST_OUTSTANDING_REQUESTS
+    )
     return ProductionVariant(
         variant_name=v["VariantName"],
         model_name=v["ModelName"],
@@ -112,7 +119,12 @@ def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
 
 
 def create_endpoint_config_input(params: Mapping[str, Any]) -> dict[str, Any]:
-    for feature in ("AsyncInferenceConfig", "ShadowProductionVariants", "ExplainerConfig", "DataCaptureConfig"):
+    for feature in (
+        "AsyncInferenceConfig",
+        "ShadowProductionVariants",
+        "ExplainerConfig",
+        "DataCaptureConfig",
+    ):
         if feature in params:
             raise _unsupported(feature)
     return {
@@ -126,7 +138,11 @@ def create_endpoint_config_input(params: Mapping[str, Any]) -> dict[str, Any]:
 def create_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
     if "DeploymentConfig" in params:
         raise _unsupported("CreateEndpoint DeploymentConfig")
-    return {"name": params["EndpointName"], "config_name": params["EndpointConfigName"], "tags": _tags(params)}
+    return {
+        "name": params["EndpointName"],
+        "config_name": params["EndpointConfigName"],
+        "tags": _tags(params),
+    }
 
 
 # ---------------------------------------------------------------------------------------- output
