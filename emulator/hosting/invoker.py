@@ -30,7 +30,7 @@ PASSED_BACK = (
     "X-Amzn-SageMaker-Closed-Session-Id",
 )
 
-_NO_AUTO_HEADERS = ("Content-Type", "Accept-Encoding", "User-Agent")
+_NO_AUTO_HEADERS = ("Content-Type", "Accept", "Accept-Encoding", "User-Agent")
 
 
 @dataclass(frozen=True)

@@ -95,5 +95,5 @@ async def invoke_endpoint(request: web.Request, svc: HostingService) -> web.Resp
     return web.Response(body=reply.body, headers=headers)
 
 
-async def not_implemented(request: web.Request, operation: str) -> web.Response:
+async def not_implemented(request: web.Request, svc: HostingService, operation: str) -> web.Response:
     return runtime_error(UnknownOperation("SageMaker Runtime", operation), str(uuid.uuid4()))
