@@ -78,7 +78,8 @@ async def wait_until_healthy(
         if result is None:
             return Readiness(Outcome.HEALTHY, time.monotonic() - started, attempts, "/ping answered HTTP 200")
         observation = result
+        remaining = deadline - time.monotonic()
         try:
-            await asyncio.wait_for(exited.wait(), timeout=max(0.0, min(policy.interval_s, deadline - now)))
+            await asyncio.wait_for(exited.wait(), timeout=max(0.0, min(policy.interval_s, remaining)))
         except TimeoutError:
             pass

@@ -46,7 +46,10 @@ def _decode(token: str) -> int:
         prefix, _, number = base64.urlsafe_b64decode(token.encode()).decode().partition(":")
         if prefix != "smlocal":
             raise ValueError(token)
-        return int(number)
+        offset = int(number)
+        if offset < 0:
+            raise ValueError(token)
+        return offset
     except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
         raise ValidationFailed(f"Invalid pagination token {token}.") from exc  # [U] text
 

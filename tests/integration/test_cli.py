@@ -43,8 +43,18 @@ def server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     url = f"http://127.0.0.1:{port}"
     log = (tmp_path / "serve.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator.cli", "serve", "--port", str(port), "--state-dir", str(tmp_path / "state"),
-         "--stop-grace", "2"],
+        [
+            sys.executable,
+            "-m",
+            "emulator.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--stop-grace",
+            "2",
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -65,11 +75,24 @@ def server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     log.close()
 
 
-def test_deploy_invoke_ls_logs_delete_down(server: tuple[str, subprocess.Popen[bytes]], echo_image: str, tmp_path: Path) -> None:
+def test_deploy_invoke_ls_logs_delete_down(
+    server: tuple[str, subprocess.Popen[bytes]], echo_image: str, tmp_path: Path
+) -> None:
     url, proc = server
     data = model_tar(tmp_path / "model.tar.gz", {"weights": b"cli"})
-    deployed = smlocal("deploy", echo_image, "--model-data", str(data), "--name", "Cli", "--env", "GREETING=hi",
-                       "--instance-count", "2", url=url)
+    deployed = smlocal(
+        "deploy",
+        echo_image,
+        "--model-data",
+        str(data),
+        "--name",
+        "Cli",
+        "--env",
+        "GREETING=hi",
+        "--instance-count",
+        "2",
+        url=url,
+    )
     assert deployed.stdout.strip() == "Cli"
 
     invoked = smlocal("invoke", "Cli", "--body", "hello", "--content-type", "text/plain", url=url)
@@ -97,7 +120,9 @@ def test_deploy_invoke_ls_logs_delete_down(server: tuple[str, subprocess.Popen[b
     client.close()
 
 
-def test_down_removes_what_a_killed_server_left(server: tuple[str, subprocess.Popen[bytes]], echo_image: str) -> None:
+def test_down_removes_what_a_killed_server_left(
+    server: tuple[str, subprocess.Popen[bytes]], echo_image: str
+) -> None:
     url, proc = server
     smlocal("deploy", echo_image, "--name", "Left", url=url)
     proc.send_signal(signal.SIGKILL)  # no cleanup at all

@@ -28,7 +28,12 @@ def test_lifecycle_with_boto3_waiters(smlocal: Smlocal, tmp_path: Path) -> None:
     sm.create_endpoint_config(
         EndpointConfigName="Life-Config",
         ProductionVariants=[
-            {"VariantName": "AllTraffic", "ModelName": "Life-Model", "InitialInstanceCount": 1, "InstanceType": "ml.m5.large"}
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": "Life-Model",
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
         ],
     )
     created = sm.create_endpoint(EndpointName="Life-Endpoint", EndpointConfigName="Life-Config")
@@ -107,15 +112,24 @@ def test_already_existing_is_case_insensitive(smlocal: Smlocal) -> None:
             ("create_model", {"ModelName": "DUP", "PrimaryContainer": {"Image": smlocal.image}}, "model/dup"),
             (
                 "create_endpoint_config",
-                {"EndpointConfigName": "dup", "ProductionVariants": [{"VariantName": "v", "ModelName": "Dup"}]},
+                {
+                    "EndpointConfigName": "dup",
+                    "ProductionVariants": [{"VariantName": "v", "ModelName": "Dup"}],
+                },
                 "endpoint-config/dup",
             ),
             ("create_endpoint", {"EndpointName": "dUp", "EndpointConfigName": "Dup"}, "endpoint/dup"),
         ):
             with pytest.raises(ClientError) as exc:
                 getattr(sm, call)(**kwargs)
-            noun = {"model/dup": "model", "endpoint-config/dup": "endpoint configuration"}.get(kind, "endpoint")
-            assert error_of(exc) == ("ValidationException", 400, f'Cannot create already existing {noun} "{ARN}:{kind}".')
+            noun = {"model/dup": "model", "endpoint-config/dup": "endpoint configuration"}.get(
+                kind, "endpoint"
+            )
+            assert error_of(exc) == (
+                "ValidationException",
+                400,
+                f'Cannot create already existing {noun} "{ARN}:{kind}".',
+            )
     finally:
         smlocal.cleanup("Dup")
 
@@ -125,7 +139,11 @@ def test_mutation_while_creating_is_refused(smlocal: Smlocal) -> None:
     assert described["EndpointStatus"] == "Creating"
     with pytest.raises(ClientError) as exc:
         smlocal.sm.delete_endpoint(EndpointName="Busy")
-    assert error_of(exc) == ("ValidationException", 400, f'Cannot update in-progress endpoint "{ARN}:endpoint/busy".')
+    assert error_of(exc) == (
+        "ValidationException",
+        400,
+        f'Cannot update in-progress endpoint "{ARN}:endpoint/busy".',
+    )
     assert smlocal.wait("Busy")["EndpointStatus"] == "InService"
     smlocal.cleanup("Busy")
 
@@ -136,7 +154,11 @@ def test_deleting_endpoint_blocks_recreation(smlocal: Smlocal) -> None:
     assert smlocal.sm.describe_endpoint(EndpointName="Gone")["EndpointStatus"] == "Deleting"
     with pytest.raises(ClientError) as exc:
         smlocal.sm.create_endpoint(EndpointName="Gone", EndpointConfigName="Gone")
-    assert error_of(exc) == ("ValidationException", 400, f'Cannot create already existing endpoint "{ARN}:endpoint/gone".')
+    assert error_of(exc) == (
+        "ValidationException",
+        400,
+        f'Cannot create already existing endpoint "{ARN}:endpoint/gone".',
+    )
     smlocal.cleanup("Gone")
 
 
@@ -167,7 +189,10 @@ def test_several_validation_errors_in_one_message(smlocal: Smlocal) -> None:
     assert (code, status) == ("ValidationException", 400)
     assert message.startswith("2 validation errors detected: ")
     assert "at 'productionVariants.1.member.variantName'" in message
-    assert "at 'productionVariants.1.member.instanceType' failed to satisfy constraint: Member must satisfy enum" in message
+    assert (
+        "at 'productionVariants.1.member.instanceType' failed to satisfy constraint: Member must satisfy enum"
+        in message
+    )
 
 
 def test_unknown_image_is_refused_by_create_model(smlocal: Smlocal) -> None:
@@ -182,7 +207,10 @@ def test_missing_s3_model_data_fails_create_model(smlocal: Smlocal, s3_bucket: s
     with pytest.raises(ClientError) as exc:
         smlocal.sm.create_model(
             ModelName="nodata",
-            PrimaryContainer={"Image": smlocal.image, "ModelDataUrl": f"s3://{s3_bucket}/missing/model.tar.gz"},
+            PrimaryContainer={
+                "Image": smlocal.image,
+                "ModelDataUrl": f"s3://{s3_bucket}/missing/model.tar.gz",
+            },
         )
     assert error_of(exc) == (
         "ValidationException",
@@ -194,7 +222,9 @@ def test_missing_s3_model_data_fails_create_model(smlocal: Smlocal, s3_bucket: s
 def test_environment_over_32_kb_is_refused(smlocal: Smlocal) -> None:
     env = {f"K{i}": "v" * 1000 for i in range(40)}
     with pytest.raises(ClientError) as exc:
-        smlocal.sm.create_model(ModelName="bigenv", PrimaryContainer={"Image": smlocal.image, "Environment": env})
+        smlocal.sm.create_model(
+            ModelName="bigenv", PrimaryContainer={"Image": smlocal.image, "Environment": env}
+        )
     code, status, message = error_of(exc)
     assert (code, status) == ("ValidationException", 400)
     assert "over the limit of 32768 bytes" in message
@@ -212,7 +242,9 @@ def test_unimplemented_operation_names_itself_and_is_not_retried(smlocal: Smloca
 def test_wire_level_errors_are_aws_shaped(smlocal: Smlocal) -> None:
     url = smlocal.server.url
     bad_json = httpx.post(
-        url, content=b"{not json", headers={"X-Amz-Target": "SageMaker.ListModels", "Content-Type": "application/x-amz-json-1.1"}
+        url,
+        content=b"{not json",
+        headers={"X-Amz-Target": "SageMaker.ListModels", "Content-Type": "application/x-amz-json-1.1"},
     )
     assert bad_json.status_code == 400
     assert bad_json.json()["__type"].endswith("#ValidationException")
@@ -234,7 +266,13 @@ def test_listing_filters_sorts_and_pages(smlocal: Smlocal) -> None:
     try:
         page = sm.list_models(NameContains="list-", MaxResults=2, SortBy="Name", SortOrder="Ascending")
         assert [m["ModelName"] for m in page["Models"]] == names[:2]
-        seen = [m["ModelName"] for p in sm.get_paginator("list_models").paginate(NameContains="List-", PaginationConfig={"PageSize": 2}) for m in p["Models"]]
+        seen = [
+            m["ModelName"]
+            for p in sm.get_paginator("list_models").paginate(
+                NameContains="List-", PaginationConfig={"PageSize": 2}
+            )
+            for m in p["Models"]
+        ]
         assert seen == list(reversed(names))  # CreationTime, Descending by default
         assert all(m["ModelArn"].startswith(f"{ARN}:model/list-") for m in page["Models"])
         sm.create_endpoint_config(
@@ -249,7 +287,9 @@ def test_listing_filters_sorts_and_pages(smlocal: Smlocal) -> None:
             sm.delete_model(ModelName=name)
 
 
-def test_standard_endpoint_variables_reach_the_server(smlocal: Smlocal, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_standard_endpoint_variables_reach_the_server(
+    smlocal: Smlocal, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", smlocal.server.url)
     monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", smlocal.server.url)
     sm = boto3.client("sagemaker", **CREDENTIALS)

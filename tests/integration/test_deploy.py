@@ -21,13 +21,17 @@ EXTRACT_FAILED = (
 )
 
 
-def test_s3_model_data_reaches_the_container(smlocal: Smlocal, s3_client: Any, s3_bucket: str, tmp_path: Path) -> None:
+def test_s3_model_data_reaches_the_container(
+    smlocal: Smlocal, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
     archive = model_tar(tmp_path / "model.tar.gz", {"model/weights.bin": b"s3 weights"})
     s3_client.upload_file(str(archive), s3_bucket, "models/model.tar.gz")
     url = f"s3://{s3_bucket}/models/model.tar.gz"
     assert smlocal.deploy("FromS3", model_data=url)["EndpointStatus"] == "InService"
     try:
-        body = smlocal.rt.invoke_endpoint(EndpointName="FromS3", Body=b"x", CustomAttributes="model=1")["Body"].read()
+        body = smlocal.rt.invoke_endpoint(EndpointName="FromS3", Body=b"x", CustomAttributes="model=1")[
+            "Body"
+        ].read()
         assert b"model/weights.bin" in body
     finally:
         smlocal.cleanup("FromS3")
@@ -41,17 +45,31 @@ def test_uncompressed_s3_prefix(smlocal: Smlocal, s3_client: Any, s3_bucket: str
         PrimaryContainer={
             "Image": smlocal.image,
             "ModelDataSource": {
-                "S3DataSource": {"S3Uri": f"s3://{s3_bucket}/raw/", "S3DataType": "S3Prefix", "CompressionType": "None"}
+                "S3DataSource": {
+                    "S3Uri": f"s3://{s3_bucket}/raw/",
+                    "S3DataType": "S3Prefix",
+                    "CompressionType": "None",
+                }
             },
         },
     )
     smlocal.sm.create_endpoint_config(
-        EndpointConfigName="Prefix", ProductionVariants=[{"VariantName": "v", "ModelName": "Prefix", "InstanceType": "ml.m5.large", "InitialInstanceCount": 1}]
+        EndpointConfigName="Prefix",
+        ProductionVariants=[
+            {
+                "VariantName": "v",
+                "ModelName": "Prefix",
+                "InstanceType": "ml.m5.large",
+                "InitialInstanceCount": 1,
+            }
+        ],
     )
     smlocal.sm.create_endpoint(EndpointName="Prefix", EndpointConfigName="Prefix")
     try:
         assert smlocal.wait("Prefix")["EndpointStatus"] == "InService"
-        body = smlocal.rt.invoke_endpoint(EndpointName="Prefix", Body=b"x", CustomAttributes="model=1")["Body"].read()
+        body = smlocal.rt.invoke_endpoint(EndpointName="Prefix", Body=b"x", CustomAttributes="model=1")[
+            "Body"
+        ].read()
         assert b"config.json" in body and b"shards/part-1" in body
     finally:
         smlocal.cleanup("Prefix")

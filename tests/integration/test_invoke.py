@@ -24,8 +24,13 @@ LOG_GROUP_ARN = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/sagemaker/En
 
 @pytest.fixture(scope="module")
 def echo(smlocal: Smlocal, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = model_tar(tmp_path_factory.mktemp("model") / "model.tar.gz", {"config.json": b'{"a": 1}', "sub/w.bin": b"\0" * 64})
-    described = smlocal.deploy("Echo", env={"GREETING": "hello from Environment"}, count=2, model_data=str(data))
+    data = model_tar(
+        tmp_path_factory.mktemp("model") / "model.tar.gz",
+        {"config.json": b'{"a": 1}', "sub/w.bin": b"\0" * 64},
+    )
+    described = smlocal.deploy(
+        "Echo", env={"GREETING": "hello from Environment"}, count=2, model_data=str(data)
+    )
     assert described["EndpointStatus"] == "InService", described
     yield "Echo"
     smlocal.cleanup("Echo")
@@ -56,20 +61,28 @@ def test_custom_attributes_round_trip(smlocal: Smlocal, echo: str) -> None:
 
 def test_only_sagemaker_headers_reach_the_container(smlocal: Smlocal, echo: str) -> None:
     response = smlocal.rt.invoke_endpoint(
-        EndpointName=echo, Body=b"x", ContentType="text/plain", Accept="application/json",
-        CustomAttributes="headers=1", InferenceId="inference-7",
+        EndpointName=echo,
+        Body=b"x",
+        ContentType="text/plain",
+        Accept="application/json",
+        CustomAttributes="headers=1",
+        InferenceId="inference-7",
     )
     received = json.loads(response["Body"].read())
     assert received["content-type"] == "text/plain"
     assert received["accept"] == "application/json"
     assert received["x-amzn-sagemaker-custom-attributes"] == "headers=1"
     assert received["x-amzn-sagemaker-inference-id"] == "inference-7"
-    leaked = {"authorization", "x-amz-date", "amz-sdk-invocation-id", "amz-sdk-request", "user-agent"} & set(received)
+    leaked = {"authorization", "x-amz-date", "amz-sdk-invocation-id", "amz-sdk-request", "user-agent"} & set(
+        received
+    )
     assert not leaked
 
 
 def test_no_content_type_is_invented(smlocal: Smlocal, echo: str) -> None:
-    received = json.loads(smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes="headers=1")["Body"].read())
+    received = json.loads(
+        smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes="headers=1")["Body"].read()
+    )
     assert "content-type" not in received
     assert "accept" not in received
 
@@ -77,7 +90,9 @@ def test_no_content_type_is_invented(smlocal: Smlocal, echo: str) -> None:
 def test_environment_and_read_only_model_dir(smlocal: Smlocal, echo: str) -> None:
     env = smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes="env=GREETING")
     assert env["Body"].read() == b"hello from Environment"
-    model = json.loads(smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes="model=1")["Body"].read())
+    model = json.loads(
+        smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes="model=1")["Body"].read()
+    )
     assert set(model["files"]) == {"config.json", "sub/w.bin"}
     assert model["writable"] is False
     assert model["uid"] == 0
@@ -85,7 +100,9 @@ def test_environment_and_read_only_model_dir(smlocal: Smlocal, echo: str) -> Non
 
 def test_requests_are_spread_over_instances(smlocal: Smlocal, echo: str) -> None:
     hosts = {
-        smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes="env=HOSTNAME")["Body"].read()
+        smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes="env=HOSTNAME")[
+            "Body"
+        ].read()
         for _ in range(20)
     }
     assert len(hosts) == 2
@@ -94,7 +111,9 @@ def test_requests_are_spread_over_instances(smlocal: Smlocal, echo: str) -> None
 def test_body_at_the_cap_is_accepted(smlocal: Smlocal, echo: str) -> None:
     body = bytes(range(256)) * (CAP // 256)
     assert len(body) == CAP
-    response = smlocal.rt.invoke_endpoint(EndpointName=echo, Body=body, ContentType="application/octet-stream")
+    response = smlocal.rt.invoke_endpoint(
+        EndpointName=echo, Body=body, ContentType="application/octet-stream"
+    )
     assert response["Body"].read() == body
 
 
@@ -110,7 +129,10 @@ def test_response_over_the_cap_is_a_model_error(smlocal: Smlocal, echo: str) -> 
     )
     assert (code, status) == ("ModelError", 424)
     assert response["OriginalStatusCode"] == 0
-    assert response["OriginalMessage"] == f"The response from container primary exceeded the maximum payload size of {CAP} bytes."
+    assert (
+        response["OriginalMessage"]
+        == f"The response from container primary exceeded the maximum payload size of {CAP} bytes."
+    )
     ok = smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes=f"size={CAP}")
     assert len(ok["Body"].read()) == CAP
 
@@ -139,14 +161,18 @@ def test_model_error_body_has_sagemakers_five_keys(smlocal: Smlocal, echo: str) 
         headers={"X-Amzn-SageMaker-Custom-Attributes": "status=404"},
     )
     assert raw.status_code == 424
-    assert raw.headers["x-amzn-ErrorType"] == "ModelError:http://internal.amazon.com/coral/com.amazon.sagemaker/"
+    assert (
+        raw.headers["x-amzn-ErrorType"] == "ModelError:http://internal.amazon.com/coral/com.amazon.sagemaker/"
+    )
     body = raw.json()
     assert set(body) == {"ErrorCode", "LogStreamArn", "Message", "OriginalMessage", "OriginalStatusCode"}
     assert body["ErrorCode"] == "CLIENT_ERROR_FROM_MODEL"
 
 
 def test_slow_container_times_out_as_model_error(smlocal: Smlocal, echo: str) -> None:
-    (code, status, message), response = invoke_error(smlocal, EndpointName=echo, Body=b"x", CustomAttributes="sleep=5")
+    (code, status, message), response = invoke_error(
+        smlocal, EndpointName=echo, Body=b"x", CustomAttributes="sleep=5"
+    )
     assert (code, status) == ("ModelError", 424)
     assert response["OriginalStatusCode"] == 0
     assert message.startswith(
@@ -161,12 +187,20 @@ def test_slow_container_times_out_as_model_error(smlocal: Smlocal, echo: str) ->
 
 def test_unknown_endpoint(smlocal: Smlocal) -> None:
     (code, status, message), _ = invoke_error(smlocal, EndpointName="Missing", Body=b"x")
-    assert (code, status, message) == ("ValidationError", 400, "Endpoint Missing of account 123456789012 not found.")
+    assert (code, status, message) == (
+        "ValidationError",
+        400,
+        "Endpoint Missing of account 123456789012 not found.",
+    )
 
 
 def test_endpoint_names_are_case_sensitive_on_invoke(smlocal: Smlocal, echo: str) -> None:
     (code, status, message), _ = invoke_error(smlocal, EndpointName="echo", Body=b"x")
-    assert (code, status, message) == ("ValidationError", 400, "Endpoint echo of account 123456789012 not found.")
+    assert (code, status, message) == (
+        "ValidationError",
+        400,
+        "Endpoint echo of account 123456789012 not found.",
+    )
 
 
 def test_unknown_target_variant(smlocal: Smlocal, echo: str) -> None:
@@ -179,9 +213,19 @@ def test_unknown_target_variant(smlocal: Smlocal, echo: str) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
-        ({"TargetVariant": "v" * 100}, "at 'targetVariant' failed to satisfy constraint: Member must have length less than or equal to 63"),
-        ({"InferenceId": "i" * 65}, "at 'inferenceId' failed to satisfy constraint: Member must have length less than or equal to 64"),
-        ({"ContentType": "t" * 1025}, "at 'contentType' failed to satisfy constraint: Member must have length less than or equal to 1024"),
+        (
+            {"TargetVariant": "v" * 100},
+            "at 'targetVariant' failed to satisfy constraint: Member must have length less than or equal to 63",
+        ),
+        (
+            {"InferenceId": "i" * 65},
+            "at 'inferenceId' failed to satisfy constraint: Member must have length less than or equal to 64",
+        ),
+        (
+            {"ContentType": "t" * 1025},
+            "at 'contentType' failed to satisfy constraint: "
+            "Member must have length less than or equal to 1024",
+        ),
     ],
 )
 def test_header_constraints(smlocal: Smlocal, echo: str, kwargs: dict[str, str], fragment: str) -> None:
@@ -191,7 +235,9 @@ def test_header_constraints(smlocal: Smlocal, echo: str, kwargs: dict[str, str],
 
 
 def test_inference_component_header_is_refused(smlocal: Smlocal, echo: str) -> None:
-    (code, status, message), _ = invoke_error(smlocal, EndpointName=echo, Body=b"x", InferenceComponentName="ic")
+    (code, status, message), _ = invoke_error(
+        smlocal, EndpointName=echo, Body=b"x", InferenceComponentName="ic"
+    )
     assert (code, status) == ("ValidationError", 400)
     assert message.startswith("Inference Component Name header is not allowed")
 
@@ -218,7 +264,9 @@ def test_logs_are_kept_per_variant_and_instance(smlocal: Smlocal, echo: str) -> 
 def test_crashing_container_gets_a_prompt_model_error(smlocal: Smlocal) -> None:
     smlocal.deploy("Crashy")
     try:
-        (code, status, _), response = invoke_error(smlocal, EndpointName="Crashy", Body=b"x", CustomAttributes="crash=1")
+        (code, status, _), response = invoke_error(
+            smlocal, EndpointName="Crashy", Body=b"x", CustomAttributes="crash=1"
+        )
         assert (code, status) == ("ModelError", 424)
         assert response["OriginalStatusCode"] == 0
         assert str(response["OriginalMessage"]).startswith("Could not get a response from container primary")

@@ -14,12 +14,18 @@ pytestmark = pytest.mark.docker
 
 
 def _containers(client: docker.DockerClient, endpoint: str) -> list[str]:
-    return [c.id for c in client.containers.list(all=True, filters={"label": f"{labels.ENDPOINT}={endpoint}"})]
+    return [
+        c.id for c in client.containers.list(all=True, filters={"label": f"{labels.ENDPOINT}={endpoint}"})
+    ]
 
 
-def test_restart_after_a_crash_adopts_running_containers(tmp_path: Path, echo_image: str, aws_credentials: None) -> None:
+def test_restart_after_a_crash_adopts_running_containers(
+    tmp_path: Path, echo_image: str, aws_credentials: None
+) -> None:
     client = docker.from_env()
-    crashed = start_smlocal(tmp_path, echo_image, stop_containers=False)  # like a killed server: containers stay
+    crashed = start_smlocal(
+        tmp_path, echo_image, stop_containers=False
+    )  # like a killed server: containers stay
     try:
         assert crashed.deploy("Keep", count=2)["EndpointStatus"] == "InService"
         crashed.sm.create_model(ModelName="Spare", PrimaryContainer={"Image": echo_image})
@@ -34,9 +40,12 @@ def test_restart_after_a_crash_adopts_running_containers(tmp_path: Path, echo_im
         assert sorted(_containers(client, "Keep")) == before  # the same containers, adopted
         assert restarted.rt.invoke_endpoint(EndpointName="Keep", Body=b"again")["Body"].read() == b"again"
         assert {m["ModelName"] for m in restarted.sm.list_models()["Models"]} == {"Keep", "Spare"}
-        assert restarted.sm.describe_endpoint_config(EndpointConfigName="Keep")["ProductionVariants"][0][
-            "InitialInstanceCount"
-        ] == 2
+        assert (
+            restarted.sm.describe_endpoint_config(EndpointConfigName="Keep")["ProductionVariants"][0][
+                "InitialInstanceCount"
+            ]
+            == 2
+        )
     finally:
         restarted.server.stop()  # a graceful stop stops the containers
     assert _containers(client, "Keep") == []
@@ -53,7 +62,9 @@ def test_restart_after_a_crash_adopts_running_containers(tmp_path: Path, echo_im
     client.close()
 
 
-def test_orphans_of_this_state_dir_are_removed_on_start(tmp_path: Path, echo_image: str, aws_credentials: None) -> None:
+def test_orphans_of_this_state_dir_are_removed_on_start(
+    tmp_path: Path, echo_image: str, aws_credentials: None
+) -> None:
     client = docker.from_env()
     orphan = client.containers.run(
         echo_image,
@@ -75,7 +86,9 @@ def test_orphans_of_this_state_dir_are_removed_on_start(tmp_path: Path, echo_ima
     try:
         env = start_smlocal(tmp_path, echo_image)
         env.server.stop()
-        remaining = {c.id for c in client.containers.list(all=True, filters={"label": f"{labels.ENDPOINT}=Ghost"})}
+        remaining = {
+            c.id for c in client.containers.list(all=True, filters={"label": f"{labels.ENDPOINT}=Ghost"})
+        }
         assert orphan.id not in remaining
         assert other_owner.id in remaining  # another server's container is not ours to remove
     finally:

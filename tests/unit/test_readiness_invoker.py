@@ -220,11 +220,6 @@ async def test_connection_refused_is_reported(session: aiohttp.ClientSession) ->
     assert result.attempts >= 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: readiness.py waits the poll interval against `deadline - now` with `now` taken before "
-    "the attempt, so a wait can end up to one attempt's length after the deadline",
-)
 async def test_poll_interval_does_not_run_past_the_deadline(
     release: asyncio.Event, session: aiohttp.ClientSession
 ) -> None:
