@@ -1,0 +1,82 @@
+"""DockerRuntime.start builds the engine call SageMaker's `docker run` implies (fake docker client)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from emulator.runtime.base import ContainerSpec
+from emulator.runtime.docker import DockerRuntime
+
+
+class FakeContainer:
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        self.id = "c0ffee"
+        self.name = kwargs["name"]
+        self.labels = kwargs["labels"]
+        self.attrs = {
+            "Image": "sha256:abc",
+            "NetworkSettings": {"Ports": {"8080/tcp": [{"HostIp": "127.0.0.1", "HostPort": "49153"}]}},
+        }
+
+    def reload(self) -> None:
+        pass
+
+
+class FakeContainers:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def run(self, image: str, **kwargs: Any) -> FakeContainer:
+        self.calls.append((image, kwargs))
+        return FakeContainer(kwargs)
+
+
+class FakeClient:
+    def __init__(self, runtimes: dict[str, Any]) -> None:
+        self.containers = FakeContainers()
+        self._runtimes = runtimes
+
+    def info(self) -> dict[str, Any]:
+        return {"Runtimes": self._runtimes}
+
+
+def spec(**changes: Any) -> ContainerSpec:
+    base: dict[str, Any] = {
+        "image": "sha256:abc",
+        "name": "smlocal-e-v-i-1",
+        "labels": {"smlocal.managed": "true"},
+        "environment": {"A": "1"},
+        "model_dir": Path("/models/x"),
+    }
+    base.update(changes)
+    return ContainerSpec(**base)
+
+
+def test_start_runs_serve_with_a_read_only_model_dir_on_loopback() -> None:
+    client = FakeClient({"runc": {}})
+    handle = DockerRuntime(client).start(spec())
+    ((image, kwargs),) = client.containers.calls
+    assert image == "sha256:abc"
+    assert kwargs["command"] == ["serve"]
+    assert kwargs["ports"] == {"8080/tcp": ("127.0.0.1", None)}
+    (mount,) = kwargs["mounts"]
+    assert mount["Target"] == "/opt/ml/model" and mount["ReadOnly"] is True and mount["Source"] == "/models/x"
+    assert kwargs["environment"] == {"A": "1"}
+    assert kwargs["labels"] == {"smlocal.managed": "true"}
+    assert kwargs["device_requests"] is None
+    assert handle.base_url == "http://127.0.0.1:49153"
+
+
+def test_gpu_is_requested_when_the_engine_has_an_nvidia_runtime() -> None:
+    client = FakeClient({"nvidia": {}, "runc": {}})
+    DockerRuntime(client).start(spec(gpus=True))
+    (request,) = client.containers.calls[0][1]["device_requests"]
+    assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
+
+
+def test_gpu_falls_back_to_cpu_without_an_nvidia_runtime(caplog: Any) -> None:
+    client = FakeClient({"runc": {}})
+    DockerRuntime(client).start(spec(gpus=True))
+    assert client.containers.calls[0][1]["device_requests"] is None
+    assert "no NVIDIA runtime" in caplog.text
