@@ -65,6 +65,20 @@ class ResolvedImage:
     image_id: str
 
 
+@dataclass(frozen=True)
+class ImageConfig:
+    """What `docker image inspect` says about an image's launch configuration."""
+
+    id: str
+    entrypoint: tuple[str, ...] | None
+    cmd: tuple[str, ...] | None
+    user: str
+    size_bytes: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    working_dir: str = ""
+
+
 class ContainerRuntime(Protocol):
     def ping(self) -> None:
         """Raise EngineUnavailable unless the engine answers."""
@@ -88,3 +102,18 @@ class ContainerRuntime(Protocol):
 
     def list(self, labels: Mapping[str, str]) -> list[ContainerHandle]:
         """Containers (running or not) carrying all of these labels."""
+
+    def inspect_image(self, image: str) -> ImageConfig:
+        """The image's configuration; raise ImageNotFound."""
+
+    def image_paths(self, image: str) -> Iterator[str]:
+        """Every path in the image's file system (a created, never started container is exported)."""
+
+    def main_process(self, container_id: str) -> str:
+        """The command line of the container's PID 1 (empty when it is not running)."""
+
+    def signal(self, container_id: str, signal: str) -> None:
+        """Send a signal (e.g. "SIGTERM") to PID 1; no error if the container is not running."""
+
+    def wait_exit(self, container_id: str, timeout_s: float) -> int | None:
+        """The exit code once the container exits, or None if it still runs after timeout_s."""

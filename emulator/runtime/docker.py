@@ -6,9 +6,10 @@ Docker's exceptions are translated here, once, into emulator.errors.
 from __future__ import annotations
 
 import logging
+import tarfile
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import docker
 import docker.errors
@@ -21,6 +22,7 @@ from emulator.runtime.base import (
     ContainerHandle,
     ContainerSpec,
     ContainerState,
+    ImageConfig,
     ResolvedImage,
 )
 
@@ -224,3 +226,92 @@ class DockerRuntime:
             container_port = int(container.labels.get("smlocal.container-port", "8080"))
             handles.append(self._handle(container, container_port))
         return handles
+
+    def inspect_image(self, image: str) -> ImageConfig:
+        resolved = self.resolve_image(image)
+        try:
+            found = self.client.images.get(resolved.image_id)
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Docker engine error while inspecting {image}: {exc}") from exc
+        config = found.attrs.get("Config") or {}
+        env = dict(item.split("=", 1) for item in config.get("Env") or () if "=" in item)
+        return ImageConfig(
+            id=found.id,
+            entrypoint=tuple(config["Entrypoint"]) if config.get("Entrypoint") else None,
+            cmd=tuple(config["Cmd"]) if config.get("Cmd") else None,
+            user=config.get("User") or "",
+            size_bytes=int(found.attrs.get("Size") or 0),
+            labels=dict(config.get("Labels") or {}),
+            env=env,
+            working_dir=config.get("WorkingDir") or "",
+        )
+
+    def image_paths(self, image: str) -> Iterator[str]:
+        resolved = self.resolve_image(image)
+        container = self.client.containers.create(
+            resolved.image_id,
+            command=["serve"],
+            labels={"smlocal.managed": "true", "smlocal.role": "inspect"},
+        )
+        try:
+            stream = _ChunkReader(container.export(chunk_size=1 << 20))
+            with tarfile.open(fileobj=cast(Any, stream), mode="r|") as archive:
+                for member in archive:
+                    yield "/" + member.name.removeprefix("./").lstrip("/")
+        finally:
+            container.remove(force=True)
+
+    def main_process(self, container_id: str) -> str:
+        container = self._get(container_id)
+        if container is None:
+            return ""
+        pid = (container.attrs.get("State") or {}).get("Pid") or 0
+        try:
+            top = container.top(ps_args="-o pid,args")
+        except docker.errors.APIError:
+            return ""
+        titles = top.get("Titles") or []
+        for row in top.get("Processes") or []:
+            fields = dict(zip(titles, row, strict=False))
+            if str(fields.get("PID")) == str(pid):
+                return str(fields.get("COMMAND") or fields.get("CMD") or "")
+        return ""
+
+    def signal(self, container_id: str, signal: str) -> None:
+        container = self._get(container_id)
+        if container is None:
+            return
+        try:
+            container.kill(signal=signal)
+        except docker.errors.APIError:
+            pass  # not running
+
+    def wait_exit(self, container_id: str, timeout_s: float) -> int | None:
+        container = self._get(container_id)
+        if container is None:
+            return None
+        try:
+            result = container.wait(timeout=timeout_s)
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            return None
+        return int(result.get("StatusCode", -1))
+
+
+class _ChunkReader:
+    """A file-like object over an iterator of byte chunks, for streaming tar reads."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buffer = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            try:
+                self._buffer += next(self._chunks)
+            except StopIteration:
+                break
+        if size < 0:
+            data, self._buffer = self._buffer, b""
+        else:
+            data, self._buffer = self._buffer[:size], self._buffer[size:]
+        return data
