@@ -1,0 +1,1 @@
+"""The contract checks, one module per group; contract_tests.registry imports them in run order."""

@@ -1,0 +1,1 @@
+"""Placeholder: checks of this group are being written."""

@@ -1,0 +1,248 @@
+"""The image under test and its containers, started through emulator.runtime exactly as the emulator
+starts them: `docker run IMAGE serve`, Environment, /opt/ml/model read-only, port published on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from emulator.config import ContractLimits
+from emulator.model.resources import ModelDataSource
+from emulator.runtime import labels
+from emulator.runtime.base import (
+    ContainerHandle,
+    ContainerRuntime,
+    ContainerSpec,
+    ContainerState,
+    ImageConfig,
+)
+from emulator.runtime.docker import DockerRuntime
+
+#: SageMaker serverless inference's image size limit: reported as a warning above it.
+SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    image: str
+    model_data: str | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+    #: The request body the invocation checks send (the container may answer it with any status).
+    payload: bytes = b"{}"
+    content_type: str = "application/json"
+    limits: ContractLimits = field(default_factory=ContractLimits)
+    cache_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "smlocal-check")
+    poll_interval_s: float = 0.05
+    serverless_image_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
+
+    @property
+    def container_port(self) -> int:
+        return int(self.environment.get("SAGEMAKER_BIND_TO_PORT") or self.limits.container_port)
+
+
+@dataclass(frozen=True)
+class Startup:
+    """What happened while a container started: the evidence the start.* checks judge."""
+
+    healthy: bool
+    exited: bool
+    exit_code: int | None
+    elapsed_s: float
+    #: seconds from start to the first HTTP response of any status on /ping (None: never)
+    first_response_s: float | None
+    #: seconds from start to the first 200 (None: never)
+    first_healthy_s: float | None
+    attempts: int
+    last_observation: str
+    #: the slowest /ping answer seen, in seconds
+    slowest_ping_s: float
+    ping_body: bytes
+    logs: str
+
+
+class RunningContainer:
+    def __init__(self, runtime: ContainerRuntime, handle: ContainerHandle, config: CheckConfig) -> None:
+        self.runtime = runtime
+        self.handle = handle
+        self.config = config
+        self.started_at = time.monotonic()
+
+    @property
+    def base_url(self) -> str:
+        return self.handle.base_url
+
+    def client(self, timeout_s: float | None = None) -> httpx.Client:
+        """A fresh HTTP client (own connections) for this container."""
+        return httpx.Client(
+            base_url=self.base_url, timeout=timeout_s or self.config.limits.invocation_timeout_s
+        )
+
+    def logs(self, tail: int | None = None) -> str:
+        return self.runtime.logs(self.handle.id, tail=tail)
+
+    def state(self) -> ContainerState:
+        return self.runtime.state(self.handle.id)
+
+    def log_tail(self, lines: int = 15) -> str:
+        return self.logs(tail=lines).rstrip()
+
+    def wait_startup(self, deadline_s: float | None = None) -> Startup:
+        """Poll GET /ping (2 s per attempt) until HTTP 200, the container exits, or the deadline."""
+        limits = self.config.limits
+        deadline = self.started_at + (deadline_s if deadline_s is not None else limits.startup_timeout_s)
+        attempts, first_response, first_healthy, slowest = 0, None, None, 0.0
+        observation, body = "no /ping attempt yet", b""
+        exited, exit_code = False, None
+        with httpx.Client(timeout=limits.ping_timeout_s) as client:
+            while True:
+                state = self.state()
+                if not state.running:
+                    exited, exit_code = True, state.exit_code
+                    observation = f"the container exited with code {state.exit_code}"
+                    break
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                attempts += 1
+                sent = time.monotonic()
+                try:
+                    response = client.get(f"{self.base_url}/ping")
+                    took = time.monotonic() - sent
+                    slowest = max(slowest, took)
+                    if first_response is None:
+                        first_response = sent + took - self.started_at
+                    observation = f"/ping answered HTTP {response.status_code} in {took * 1000:.0f} ms"
+                    if response.status_code == 200:
+                        first_healthy, body = sent + took - self.started_at, response.content
+                        break
+                except httpx.TimeoutException:
+                    slowest = max(slowest, time.monotonic() - sent)
+                    observation = f"/ping did not answer within {limits.ping_timeout_s:g} s"
+                except httpx.HTTPError as exc:
+                    observation = f"/ping failed: {type(exc).__name__}: {exc}"
+                time.sleep(self.config.poll_interval_s)
+        return Startup(
+            healthy=first_healthy is not None,
+            exited=exited,
+            exit_code=exit_code,
+            elapsed_s=time.monotonic() - self.started_at,
+            first_response_s=first_response,
+            first_healthy_s=first_healthy,
+            attempts=attempts,
+            last_observation=observation,
+            slowest_ping_s=slowest,
+            ping_body=body,
+            logs=self.log_tail(),
+        )
+
+    def terminate(self, grace_s: float | None = None) -> tuple[int | None, float]:
+        """SIGTERM; returns (exit code or None if still running after the grace period, seconds taken)."""
+        grace = self.config.limits.stop_grace_s if grace_s is None else grace_s
+        sent = time.monotonic()
+        self.runtime.signal(self.handle.id, "SIGTERM")
+        code = self.runtime.wait_exit(self.handle.id, grace)
+        return code, time.monotonic() - sent
+
+
+class Target:
+    """Run-wide resources: the image's configuration, its files, the model dir, started containers."""
+
+    def __init__(self, config: CheckConfig, runtime: ContainerRuntime | None = None) -> None:
+        self.config = config
+        self.runtime: ContainerRuntime = runtime or DockerRuntime()
+        self._containers: list[RunningContainer] = []
+        self._shared: RunningContainer | None = None
+        self._shared_startup: Startup | None = None
+        self._run_id = secrets.token_hex(4)
+
+    @functools.cached_property
+    def image(self) -> ImageConfig:
+        return self.runtime.inspect_image(self.config.image)
+
+    @functools.cached_property
+    def paths(self) -> list[str]:
+        return list(self.runtime.image_paths(self.config.image))
+
+    @functools.cached_property
+    def model_dir(self) -> Path:
+        """The model data extracted as the emulator would, or an empty folder when there is none."""
+        if self.config.model_data:
+            from emulator.hosting.artifacts import ArtifactStore
+
+            store = ArtifactStore(self.config.cache_dir / "artifacts", _s3_client)
+            return store.materialize(ModelDataSource(uri=self.config.model_data))
+        empty = self.config.cache_dir / "empty-model"
+        empty.mkdir(parents=True, exist_ok=True)
+        return empty
+
+    def start(
+        self, environment: Mapping[str, str] | None = None, model_dir: Path | None = None
+    ) -> RunningContainer:
+        """A new container of the image, as SageMaker starts one; removed by close()."""
+        n = len(self._containers)
+        spec = ContainerSpec(
+            image=self.image.id,
+            name=f"smlocal-check-{self._run_id}-{n}",
+            labels={labels.MANAGED: "true", labels.ROLE: "check", labels.OWNER: f"check-{os.getpid()}"},
+            environment={**self.config.environment, **(environment or {})},
+            model_dir=model_dir or self.model_dir,
+            container_port=self.config.container_port,
+        )
+        container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
+        self._containers.append(container)
+        return container
+
+    def startup(self) -> Startup:
+        """Start the shared container once and record how it started (start.* checks judge this)."""
+        if self._shared_startup is None:
+            self._shared = self.start()
+            self._shared_startup = self._shared.wait_startup()
+        return self._shared_startup
+
+    def healthy(self) -> RunningContainer:
+        """The shared container, healthy; CheckSkipped when it never became healthy."""
+        from contract_tests.result import CheckSkipped
+
+        startup = self.startup()
+        if not startup.healthy or self._shared is None:
+            raise CheckSkipped(
+                f"the container never became healthy ({startup.last_observation}); see start.healthy"
+            )
+        return self._shared
+
+    def close(self) -> None:
+        for container in self._containers:
+            self.runtime.remove(container.handle.id)
+        self._containers.clear()
+
+
+def _s3_client() -> Any:
+    import boto3
+
+    return boto3.session.Session().client("s3")
+
+
+@dataclass
+class CheckContext:
+    """What a check function gets: the run-wide target, and where to put warnings and evidence."""
+
+    target: Target
+    warnings: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> CheckConfig:
+        return self.target.config
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
