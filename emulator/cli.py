@@ -210,7 +210,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     import httpx
 
     from emulator.runtime.docker import DockerRuntime
-    from emulator.runtime.labels import MANAGED_SELECTOR
+    from emulator.runtime.labels import MANAGED_SELECTOR, OWNER, owner_id
 
     url = _endpoint_url(args)
     try:
@@ -223,7 +223,10 @@ def cmd_down(args: argparse.Namespace) -> int:
         pass  # not running, or gone
     runtime = DockerRuntime()
     runtime.ping()
-    handles = runtime.list(MANAGED_SELECTOR)
+    selector = dict(MANAGED_SELECTOR)
+    if args.state_dir:  # only what the server of that state dir started
+        selector[OWNER] = owner_id(Path(args.state_dir))
+    handles = runtime.list(selector)
     for handle in handles:
         runtime.stop(handle.id, args.grace)
         runtime.remove(handle.id)
@@ -300,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = client_cmd("down", "stop the server and every container smlocal started")
     p.add_argument("--grace", type=float, default=10.0)
+    p.add_argument("--state-dir", help="only the containers of the server of this state dir (default: all)")
     p.set_defaults(func=cmd_down)
     return parser
 

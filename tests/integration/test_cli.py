@@ -16,6 +16,8 @@ import httpx
 import pytest
 
 from emulator.runtime import labels
+from emulator.runtime.labels import owner_id
+from tests.fixtures.docker_env import track_owner
 from tests.fixtures.smlocal_server import model_tar
 
 pytestmark = pytest.mark.docker
@@ -39,6 +41,7 @@ def smlocal(*args: str, url: str, check: bool = True) -> subprocess.CompletedPro
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    track_owner(owner_id(tmp_path / "state"))
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log = (tmp_path / "serve.log").open("wb")
@@ -113,7 +116,7 @@ def test_deploy_invoke_ls_logs_delete_down(
     assert "Endpoint Nope of account 123456789012 not found." in failed.stderr
 
     smlocal("delete", "Cli", url=url)
-    smlocal("down", "--grace", "2", url=url)
+    smlocal("down", "--grace", "2", "--state-dir", str(tmp_path / "state"), url=url)
     assert proc.wait(timeout=30) == 0
     client = docker.from_env()
     assert client.containers.list(all=True, filters={"label": f"{labels.ENDPOINT}=Cli"}) == []
@@ -121,7 +124,7 @@ def test_deploy_invoke_ls_logs_delete_down(
 
 
 def test_down_removes_what_a_killed_server_left(
-    server: tuple[str, subprocess.Popen[bytes]], echo_image: str
+    server: tuple[str, subprocess.Popen[bytes]], echo_image: str, tmp_path: Path
 ) -> None:
     url, proc = server
     smlocal("deploy", echo_image, "--name", "Left", url=url)
@@ -129,7 +132,7 @@ def test_down_removes_what_a_killed_server_left(
     proc.wait(timeout=10)
     client = docker.from_env()
     assert len(client.containers.list(filters={"label": f"{labels.ENDPOINT}=Left"})) == 1
-    result = smlocal("down", "--grace", "2", url=url)
+    result = smlocal("down", "--grace", "2", "--state-dir", str(tmp_path / "state"), url=url)
     assert "stopped" in result.stderr
     assert client.containers.list(all=True, filters={"label": f"{labels.ENDPOINT}=Left"}) == []
     client.close()
