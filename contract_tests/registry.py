@@ -28,8 +28,8 @@ class Check:
     title: str
     requirement: str
     func: CheckFunction
-    #: True when the check stops, signals or otherwise disturbs its container (it gets its own).
-    destructive: bool = False
+    #: How to fix an image that breaks the rule (docs/contract.md; failure messages say it too).
+    fix: str = ""
 
     @property
     def group(self) -> str:
@@ -44,13 +44,13 @@ class Check:
         return f"{DOCS}#{self.anchor}"
 
 
-def check(
-    id: str, title: str, requirement: str, destructive: bool = False
-) -> Callable[[CheckFunction], CheckFunction]:
+def check(id: str, title: str, requirement: str, fix: str = "") -> Callable[[CheckFunction], CheckFunction]:
+    """Register a check. `requirement` states the rule (with its source); `fix` says how to comply."""
+
     def register(func: CheckFunction) -> CheckFunction:
         if id in _REGISTRY:
             raise ValueError(f"check id {id} registered twice")
-        _REGISTRY[id] = Check(id, title, requirement, func, destructive)
+        _REGISTRY[id] = Check(id, title, requirement, func, fix)
         return func
 
     return register

@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.docker_env",
     "tests.fixtures.s3server",
     "tests.fixtures.smlocal_server",
+    "tests.fixtures.twins",
 ]
