@@ -295,7 +295,9 @@ class HostingService:
             image = await asyncio.to_thread(self.runtime.resolve_image, container.image)
         except ImageNotFound as exc:
             raise DeploymentFailed(messages.image_not_found(container.image)) from exc
-        model_dir = None
+        # Without model data the container still gets a read-only /opt/ml/model (empty), as the
+        # contract tester runs it, so a server that writes there fails here too.
+        model_dir = self._empty_model_dir()
         if container.model_data is not None:
             try:
                 model_dir = await asyncio.to_thread(self.artifacts.materialize, container.model_data)
@@ -305,6 +307,11 @@ class HostingService:
                     self.deployer.platform_log(endpoint_name, f"{variant.variant_name}: {detail}")
                 raise DeploymentFailed(exc.message) from exc
         return VariantPlan(endpoint_name, variant, model, image, model_dir)
+
+    def _empty_model_dir(self) -> Path:
+        empty = self.config.artifacts_dir / "empty-model"
+        empty.mkdir(parents=True, exist_ok=True)
+        return empty
 
     async def _deploy(
         self,
