@@ -1,1 +1,195 @@
-"""Placeholder: checks of this group are being written."""
+"""shutdown checks: SIGTERM stops the container within the grace period (hosting contract §3.1).
+
+Each check starts its own container (it is stopped by the check), so that the shared one is undisturbed.
+"""
+
+from __future__ import annotations
+
+import http.client
+import select
+import socket
+import time
+from urllib.parse import urlsplit
+
+from contract_tests.registry import check
+from contract_tests.result import CheckFailed, CheckSkipped
+from contract_tests.target import CheckContext, RunningContainer
+
+SHUTDOWN_FIX = (
+    "Start the server with an exec-form ENTRYPOINT so that it is PID 1 and receives SIGTERM, and on "
+    "SIGTERM stop accepting work, finish the requests in flight and exit."
+)
+IN_FLIGHT_FIX = (
+    "On SIGTERM stop accepting new connections but let the requests in flight finish (a graceful "
+    "shutdown, e.g. gunicorn's graceful_timeout, uvicorn's default), then exit before the grace period ends."
+)
+#: How long the check keeps its request in flight after SIGTERM (at most a quarter of the grace period).
+IN_FLIGHT_HOLD_S = 0.5
+
+
+def _start_healthy(ctx: CheckContext) -> RunningContainer:
+    """A fresh container of its own (the check stops it), healthy; CheckSkipped when it never gets there."""
+    container = ctx.target.start()
+    startup = container.wait_startup()
+    if not startup.healthy:
+        raise CheckSkipped(
+            f"a fresh container never became healthy ({startup.last_observation}); see start.healthy"
+        )
+    return container
+
+
+@check(
+    "shutdown.idle",
+    "an idle container exits on SIGTERM within the grace period",
+    "To stop a container SageMaker sends SIGTERM, then SIGKILL 30 seconds later; the server must "
+    "exit on SIGTERM before that (hosting contract §3.1).",
+    SHUTDOWN_FIX,
+)
+def idle(ctx: CheckContext) -> str:
+    grace = ctx.config.limits.stop_grace_s
+    container = _start_healthy(ctx)
+    code, took = container.terminate(grace)
+    ctx.evidence.update(exit_code=code, seconds_to_exit=round(took, 3))
+    if code is None:
+        tail = container.log_tail()
+        raise CheckFailed(
+            f"the idle container was still running {took:.1f} s after SIGTERM: SageMaker would SIGKILL it "
+            f"after {grace:g} s. Last log lines:\n{tail}\nFix: {SHUTDOWN_FIX}",
+            log_tail=tail,
+        )
+    return f"exited {took:.2f} s after SIGTERM with code {code} (grace {grace:g} s)"
+
+
+@check(
+    "shutdown.in-flight",
+    "a request in flight at SIGTERM is answered, then the container exits",
+    "After SIGTERM SageMaker allows 30 seconds before SIGKILL; a request in flight that can finish in "
+    "that time must get its answer, and the container must exit within it (hosting contract §3.1).",
+    IN_FLIGHT_FIX,
+)
+def in_flight(ctx: CheckContext) -> str:
+    config = ctx.config
+    grace = config.limits.stop_grace_s
+    body = config.payload
+    if not body:
+        raise CheckSkipped("the payload is empty: a request needs a body to be held in flight")
+    container = _start_healthy(ctx)
+    url = urlsplit(container.base_url)
+    host, port = url.hostname or "127.0.0.1", url.port or 80
+    head = (
+        f"POST /invocations HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: {config.content_type}\r\n"
+        f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n"
+    ).encode("latin-1")
+    first, rest = body[: len(body) // 2], body[len(body) // 2 :]
+    with socket.create_connection((host, port), timeout=config.limits.ping_timeout_s) as sock:
+        sock.sendall(head)
+        # The server has read the headers once it answers `100 Continue`. One that does not send
+        # interim responses gets the accept window to read them before the body follows.
+        continued, interim = _await_continue(sock, config.limits.accept_timeout_s)
+        ctx.evidence["continue"] = continued
+        if interim is not None:
+            raise CheckSkipped(
+                f"the server answered the request before its body was sent ({interim!r}), so no request "
+                "could be held in flight; see the invocations.* checks"
+            )
+        sock.sendall(first)
+
+        runtime, container_id = container.runtime, container.handle.id
+        signalled = time.monotonic()
+        runtime.signal(container_id, "SIGTERM")
+        # The request stays in flight for `hold` seconds after SIGTERM (a request with that much work
+        # left, far inside the grace period) before the rest of its body is sent; a server that drops
+        # it closes the connection meanwhile, which ends the wait early.
+        hold = min(IN_FLIGHT_HOLD_S, grace / 4)
+        readable, _, _ = select.select([sock], [], [], hold)
+        if readable:
+            ctx.evidence["server_sent_or_closed_after_s"] = round(time.monotonic() - signalled, 3)
+        answer, seen = _finish_request(sock, rest, signalled + grace, grace)
+        answered_s = time.monotonic() - signalled
+    code = runtime.wait_exit(container_id, max(0.0, signalled + grace - time.monotonic()))
+    took = time.monotonic() - signalled
+    ctx.evidence.update(
+        response=seen,
+        exit_code=code,
+        seconds_to_answer=round(answered_s, 3) if answer else None,
+        seconds_to_exit=round(took, 3) if code is not None else None,
+    )
+    exit_text = (
+        f"the container exited {took:.2f} s after SIGTERM with code {code}"
+        if code is not None
+        else f"the container was still running {took:.1f} s after SIGTERM (SageMaker would SIGKILL it)"
+    )
+    if answer is None:
+        tail = container.log_tail()
+        raise CheckFailed(
+            f"a request in flight when SIGTERM arrived (headers and half its body sent, the rest "
+            f"{hold:g} s after SIGTERM) got no answer: {seen}; {exit_text}. Last log lines:\n{tail}\n"
+            f"Fix: {IN_FLIGHT_FIX}",
+            log_tail=tail,
+        )
+    if code is None:
+        tail = container.log_tail()
+        raise CheckFailed(
+            f"the request in flight was answered ({answer} {answered_s * 1000:.0f} ms after SIGTERM), but "
+            f"{exit_text}: it must exit within the {grace:g} s grace period. Last log lines:\n{tail}\n"
+            f"Fix: {SHUTDOWN_FIX}",
+            log_tail=tail,
+        )
+    return f"the request in flight got {answer} {answered_s * 1000:.0f} ms after SIGTERM; {exit_text}"
+
+
+def _await_continue(sock: socket.socket, timeout_s: float) -> tuple[bool, bytes | None]:
+    """Wait (bounded) for an interim `100 Continue` and consume it; a final response is left unread.
+
+    Returns (whether 100 Continue came, the status line of a final response the server sent early).
+    """
+    started = time.monotonic()
+    while (left := started + timeout_s - time.monotonic()) > 0:
+        readable, _, _ = select.select([sock], [], [], left)
+        if not readable:
+            break
+        peeked = sock.recv(4096, socket.MSG_PEEK)
+        if not peeked:
+            break  # closed: reading the response will tell
+        if b"\r\n" not in peeked:
+            time.sleep(0.005)  # the status line is still arriving (bounded by the deadline)
+            continue
+        if not peeked.startswith((b"HTTP/1.1 100", b"HTTP/1.0 100")):
+            return False, peeked.split(b"\r\n", 1)[0]
+        end = peeked.find(b"\r\n\r\n")
+        if end >= 0:
+            sock.recv(end + 4)  # consume exactly the interim response
+            return True, None
+        time.sleep(0.005)
+    return False, None
+
+
+def _finish_request(
+    sock: socket.socket, rest: bytes, deadline: float, grace_s: float
+) -> tuple[str | None, str]:
+    """Send the rest of the body and read the whole response: (`HTTP <status>` or None, what was seen)."""
+    try:
+        sock.sendall(rest)
+    except OSError as exc:
+        return None, f"sending the rest of the body failed: {type(exc).__name__}: {exc}"
+    sock.settimeout(max(0.1, deadline - time.monotonic()))
+    response = http.client.HTTPResponse(sock, method="POST")
+    try:
+        response.begin()  # skips interim 1xx responses
+        content = response.read()
+    except http.client.RemoteDisconnected:
+        return None, "the connection was closed without a response"
+    except http.client.IncompleteRead as exc:
+        return None, (
+            f"HTTP {response.status} with an incomplete body ({len(exc.partial)} bytes, then the "
+            "connection closed)"
+        )
+    except TimeoutError:
+        return None, f"no complete response within the {grace_s:g} s grace period"
+    except OSError as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    except http.client.HTTPException as exc:
+        return None, f"a malformed response: {type(exc).__name__}: {exc}"
+    finally:
+        response.close()
+    return f"HTTP {response.status}", f"HTTP {response.status} with a {len(content)}-byte body"
