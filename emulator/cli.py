@@ -5,6 +5,7 @@ smlocal serve                      serve SageMaker's control plane and runtime o
 smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V ...]
 smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--output F]
 smlocal ls | logs ENDPOINT | delete ENDPOINT | down
+smlocal check IMAGE [--check ID ...] [--json F] [--junit F]   the hosting-contract checks (contract_tests)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from contract_tests.cli import add_arguments as check_arguments
 from emulator import __version__
 from emulator.config import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, ContractLimits, ServerConfig
 from emulator.errors import SmlocalError
@@ -234,6 +236,12 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from contract_tests.cli import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="smlocal", description="Amazon SageMaker hosting, locally.")
     parser.add_argument("--version", action="version", version=f"smlocal {__version__}")
@@ -305,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grace", type=float, default=10.0)
     p.add_argument("--state-dir", help="only the containers of the server of this state dir (default: all)")
     p.set_defaults(func=cmd_down)
+
+    p = sub.add_parser("check", help="check an image against SageMaker's hosting contract")
+    check_arguments(p)
+    p.set_defaults(func=cmd_check)
     return parser
 
 

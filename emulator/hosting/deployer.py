@@ -11,8 +11,7 @@ import hashlib
 import json
 import logging
 import re
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,24 +102,20 @@ class Deployer:
             gpus=self._wants_gpu(plan.variant),
         )
 
-    def _attach(
-        self, plan: VariantPlan, instance_id: str, handle: ContainerHandle, since: int | None
-    ) -> Instance:
+    def _attach(self, plan: VariantPlan, instance_id: str, handle: ContainerHandle) -> Instance:
         instance = Instance(instance_id=instance_id, variant_name=plan.variant.variant_name, handle=handle)
-        loop = asyncio.get_running_loop()
-        path = logs.stream_path(
+        instance.log_path = logs.stream_path(
             self._config.logs_dir, plan.endpoint_name, plan.variant.variant_name, instance_id
         )
+        loop = asyncio.get_running_loop()
 
-        def source() -> Iterator[bytes]:
-            return self._runtime.follow_logs(handle.id, since=since)
+        def exited() -> bool:
+            state = self._runtime.state(handle.id)
+            if not state.running:
+                return True
+            return self._runtime.wait_exit(handle.id, 3600.0) is not None
 
-        instance.pump = logs.LogPump(
-            source,
-            path,
-            on_exit=lambda: _call_soon(loop, instance.exited.set),
-        )
-        instance.pump.start()
+        logs.ExitWatcher(exited, lambda: _call_soon(loop, instance.exited.set), instance_id).start()
         return instance
 
     async def start_instance(self, plan: VariantPlan) -> Instance:
@@ -134,14 +129,14 @@ class Deployer:
             handle.name,
             handle.base_url,
         )
-        return self._attach(plan, instance_id, handle, since=None)
+        return self._attach(plan, instance_id, handle)
 
     def adopt_instance(self, plan: VariantPlan, handle: ContainerHandle) -> Instance:
         instance_id = handle.labels.get(labels.INSTANCE) or new_instance_id()
         log.info(
             "%s/%s: adopting running container %s", plan.endpoint_name, plan.variant.variant_name, handle.name
         )
-        return self._attach(plan, instance_id, handle, since=int(time.time()))
+        return self._attach(plan, instance_id, handle)
 
     def adoptable(self, plan: VariantPlan, candidates: Sequence[ContainerHandle]) -> bool:
         return bool(candidates) and all(
@@ -172,9 +167,8 @@ class Deployer:
                 return
         if readiness is None or readiness.outcome is Outcome.EXITED:
             state = await asyncio.to_thread(self._runtime.state, instance.handle.id)
-            if instance.pump is not None:
-                await asyncio.to_thread(instance.pump.join, 5.0)
-            tail = instance.pump.tail(10) if instance.pump else []
+            text = await asyncio.to_thread(self._runtime.logs, instance.handle.id, 10)
+            tail = text.rstrip("\n").splitlines() if text.strip() else []
             reason = messages.cannot_start_container(variant.variant_name)
             detail = f". The container exited with code {state.exit_code}" + (
                 "; last log lines:\n" + "\n".join(tail) if tail else "; it wrote no log lines."
@@ -226,12 +220,14 @@ class Deployer:
         await asyncio.gather(*(self._stop(i, grace) for i in instances))
 
     async def _stop(self, instance: Instance, grace_s: float) -> None:
-        await self.stop_container(instance.handle.id, grace_s)
-        if instance.pump is not None:
-            await asyncio.to_thread(instance.pump.join, 5.0)
+        await self.stop_container(instance.handle.id, grace_s, instance.log_path)
 
-    async def stop_container(self, container_id: str, grace_s: float) -> None:
+    async def stop_container(self, container_id: str, grace_s: float, log_path: Path | None = None) -> None:
+        """SIGTERM, grace, SIGKILL; archive the container's log (when it has a stream); remove it."""
         await asyncio.to_thread(self._runtime.stop, container_id, grace_s)
+        if log_path is not None:
+            text = await asyncio.to_thread(self._runtime.logs, container_id)
+            await asyncio.to_thread(logs.archive, log_path, text)
         await asyncio.to_thread(self._runtime.remove, container_id)
 
     def owned_containers(self) -> list[ContainerHandle]:

@@ -6,8 +6,8 @@ import asyncio
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from emulator.hosting.logs import LogPump
 from emulator.model.resources import DeployedImage, ProductionVariant, VariantSummary
 from emulator.model.routing import InstancePicker, WeightedChoice
 from emulator.runtime.base import ContainerHandle
@@ -24,7 +24,7 @@ class Instance:
     variant_name: str
     handle: ContainerHandle
     exited: asyncio.Event = field(default_factory=asyncio.Event)
-    pump: LogPump | None = None
+    log_path: Path | None = None
     outstanding: int = 0
 
     @property

@@ -1,17 +1,20 @@
-"""Container log capture: one thread per container follows its stdout/stderr into a file.
+"""Container logs and exits, with no per-line work in the server.
 
-Files are laid out as CloudWatch names streams: logs/{endpoint}/{variant}/{instance-id}.log, plus
-logs/{endpoint}/_smlocal.log for what the platform itself has to say (extraction details, failures).
-The thread also tells its owner when the container exits: the log stream ends exactly then, so
-readiness learns of an early exit without polling the engine.
+While a container lives, the engine keeps its stdout/stderr (read on demand: `smlocal logs`, failure
+messages). When smlocal removes a container it first archives the whole log to a file laid out as
+CloudWatch names streams: logs/{endpoint}/{variant}/{instance-id}.log. logs/{endpoint}/_smlocal.log
+holds what the platform itself has to say (extraction details, health-check evidence, failures).
+
+An ExitWatcher thread per container blocks in the engine's wait call and reports the exit, so
+readiness learns of an early exit at once without polling. (An earlier design followed the log
+stream in-process: it cost ~70 us of server CPU per container log line; see docs/performance.md.)
 """
 
 from __future__ import annotations
 
-import collections
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 PLATFORM_STREAM = "_smlocal"
@@ -19,6 +22,11 @@ PLATFORM_STREAM = "_smlocal"
 
 def stream_path(logs_dir: Path, endpoint: str, variant: str, instance_id: str) -> Path:
     return logs_dir / endpoint / variant / f"{instance_id}.log"
+
+
+def archive(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 def platform_log(logs_dir: Path, endpoint: str, line: str) -> None:
@@ -29,46 +37,23 @@ def platform_log(logs_dir: Path, endpoint: str, line: str) -> None:
         fh.write(f"{stamp} {line}\n")
 
 
-class LogPump:
-    """Copies a container's log stream to a file, keeps the last lines, reports the exit."""
+class ExitWatcher:
+    """Calls `on_exit` once the container exits (or the engine forgets it)."""
 
-    def __init__(
-        self,
-        source: Callable[[], Iterator[bytes]],
-        path: Path,
-        on_exit: Callable[[], None],
-        keep_lines: int = 50,
-    ) -> None:
-        self._source = source
-        self._path = path
+    def __init__(self, wait: Callable[[], bool], on_exit: Callable[[], None], name: str) -> None:
+        """`wait` blocks for a while and returns True once the container has exited."""
+        self._wait = wait
         self._on_exit = on_exit
-        self._tail: collections.deque[str] = collections.deque(maxlen=keep_lines)
-        self._partial = ""
-        self._thread = threading.Thread(target=self._run, name=f"logs-{path.stem}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"exit-{name}", daemon=True)
 
     def start(self) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
         self._thread.start()
-
-    def tail(self, lines: int = 20) -> list[str]:
-        items = list(self._tail)
-        if self._partial:
-            items.append(self._partial)
-        return items[-lines:]
-
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
 
     def _run(self) -> None:
         try:
-            with self._path.open("ab") as fh:
-                for chunk in self._source():
-                    fh.write(chunk)
-                    fh.flush()
-                    text = self._partial + chunk.decode("utf-8", errors="replace")
-                    *complete, self._partial = text.split("\n")
-                    self._tail.extend(complete)
-        except Exception:  # noqa: BLE001 - the engine closing the stream in any way means "exited"
+            while not self._wait():
+                pass
+        except Exception:  # noqa: BLE001 - an engine error means we can no longer see it: treat as exited
             pass
         finally:
             self._on_exit()

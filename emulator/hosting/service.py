@@ -430,9 +430,20 @@ class HostingService:
             instance.outstanding -= 1
         return Invocation(reply, variant.variant.variant_name)
 
-    def log_files(self, endpoint_name: str) -> list[Path]:
+    async def endpoint_logs(self, endpoint_name: str) -> dict[str, str]:
+        """Every log stream of an endpoint, by CloudWatch-style stream name (`variant/instance-id`):
+        live containers from the engine, stopped ones from their archives, plus `_smlocal`."""
         root = self.config.logs_dir / endpoint_name
-        return sorted(root.rglob("*.log")) if root.exists() else []
+        streams: dict[str, str] = {}
+        if root.exists():
+            for path in sorted(root.rglob("*.log")):
+                streams[str(path.relative_to(root).with_suffix(""))] = path.read_text(errors="replace")
+        fleet = self._fleets.get(endpoint_name)
+        live = fleet.all_instances() if fleet is not None else []
+        texts = await asyncio.gather(*(asyncio.to_thread(self.runtime.logs, i.handle.id) for i in live))
+        for instance, text in zip(live, texts, strict=True):
+            streams[f"{instance.variant_name}/{instance.instance_id}"] = text
+        return dict(sorted(streams.items()))
 
 
 def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:

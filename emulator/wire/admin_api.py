@@ -22,19 +22,17 @@ async def endpoint_logs(request: web.Request, svc: HostingService) -> web.Respon
     variant = request.query.get("variant")
     instance = request.query.get("instance")
     tail = int(request.query.get("tail", "0"))
-    root = svc.config.logs_dir / name
-    files = svc.log_files(name)
-    if not files:
+    streams = await svc.endpoint_logs(name)
+    if not streams:
         return web.json_response({"message": f"No logs for endpoint {name}."}, status=404)
     out: list[str] = []
-    for path in files:
-        stream = str(path.relative_to(root).with_suffix(""))
+    for stream, text in streams.items():
         parts = stream.split("/")
         if variant and parts[0] != variant:
             continue
         if instance and (len(parts) < 2 or parts[1] != instance):
             continue
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = text.splitlines()
         if tail:
             lines = lines[-tail:]
         out.extend(f"{stream} {line}" for line in lines)

@@ -257,8 +257,18 @@ def test_logs_are_kept_per_variant_and_instance(smlocal: Smlocal, echo: str) -> 
     instance_streams = {s for s in streams if s.startswith("AllTraffic/i-")}
     assert len(instance_streams) == 2
     assert "echo: listening on 8080" in text
-    files = list((smlocal.state_dir / "logs" / echo / "AllTraffic").glob("i-*.log"))
-    assert len(files) == 2
+
+
+def test_logs_outlive_the_endpoint(smlocal: Smlocal) -> None:
+    smlocal.deploy("Archived")
+    smlocal.rt.invoke_endpoint(EndpointName="Archived", Body=b"x")
+    smlocal.cleanup("Archived")
+    files = list((smlocal.state_dir / "logs" / "Archived" / "AllTraffic").glob("i-*.log"))
+    assert len(files) == 1
+    assert "echo: listening on 8080" in files[0].read_text()
+    text = httpx.get(f"{smlocal.server.url}/_smlocal/endpoints/Archived/logs").text
+    assert f"AllTraffic/{files[0].stem} echo: SIGTERM" in text
+    assert "_smlocal " in text and "endpoint deleted" in text
 
 
 def test_crashing_container_gets_a_prompt_model_error(smlocal: Smlocal) -> None:
