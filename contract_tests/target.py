@@ -67,7 +67,10 @@ class Startup:
     #: the slowest /ping answer seen, in seconds
     slowest_ping_s: float
     ping_body: bytes
+    #: the last log lines, for messages
     logs: str
+    #: the whole log, for searching
+    all_logs: str = ""
 
 
 class RunningContainer:
@@ -143,6 +146,7 @@ class RunningContainer:
             slowest_ping_s=slowest,
             ping_body=body,
             logs=self.log_tail(),
+            all_logs=self.logs(),
         )
 
     def terminate(self, grace_s: float | None = None) -> tuple[int | None, float]:

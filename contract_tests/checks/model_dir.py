@@ -35,7 +35,7 @@ def erofs_lines(logs: str, path: str | None = None) -> list[str]:
 def read_only(ctx: CheckContext) -> str:
     startup = ctx.target.startup()  # the shared container: /opt/ml/model is always mounted read-only
     if not startup.healthy:
-        lines = erofs_lines(startup.logs)
+        lines = erofs_lines(startup.all_logs or startup.logs)
         if not lines:
             raise CheckSkipped(
                 f"the container did not become healthy for another reason ({startup.last_observation}); "
