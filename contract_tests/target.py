@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from emulator.config import ContractLimits
+from emulator.errors import EngineError
 from emulator.model.resources import ModelDataSource
 from emulator.runtime import labels
 from emulator.runtime.base import (
@@ -71,6 +72,8 @@ class Startup:
     logs: str
     #: the whole log, for searching
     all_logs: str = ""
+    #: why Docker could not start the container at all (then nothing else here was observed)
+    start_error: str | None = None
 
 
 class RunningContainer:
@@ -209,8 +212,25 @@ class Target:
     def startup(self) -> Startup:
         """Start the shared container once and record how it started (start.* checks judge this)."""
         if self._shared_startup is None:
-            self._shared = self.start()
-            self._shared_startup = self._shared.wait_startup()
+            try:
+                self._shared = self.start()
+            except EngineError as exc:  # e.g. Docker cannot run `serve`: remembered, not retried
+                self._shared_startup = Startup(
+                    healthy=False,
+                    exited=True,
+                    exit_code=None,
+                    elapsed_s=0.0,
+                    first_response_s=None,
+                    first_healthy_s=None,
+                    attempts=0,
+                    last_observation=exc.message,
+                    slowest_ping_s=0.0,
+                    ping_body=b"",
+                    logs="",
+                    start_error=exc.message,
+                )
+            else:
+                self._shared_startup = self._shared.wait_startup()
         return self._shared_startup
 
     def healthy(self) -> RunningContainer:

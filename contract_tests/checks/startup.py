@@ -27,7 +27,6 @@ import httpx
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, Startup, Target
-from emulator.errors import EngineError, EngineUnavailable, ImageNotFound
 
 #: Pings sent to the healthy container after its first 200 (steady state: status, time, body).
 FOLLOW_UP_PINGS = 5
@@ -73,18 +72,18 @@ def _startup(ctx: CheckContext) -> Startup:
     (start.no-exit reports that, once: the failed start is remembered, not retried)."""
     run = _run(ctx)
     if run.start_error is None:
-        try:
-            return ctx.target.startup()
-        except (EngineUnavailable, ImageNotFound):
-            raise
-        except EngineError as exc:
-            run.start_error = _docker_reason(str(exc))
+        startup = ctx.target.startup()
+        if startup.start_error is None:
+            return startup
+        run.start_error = _docker_reason(startup.start_error)
     raise CheckSkipped("Docker could not start the container; see start.no-exit")
 
 
 def _docker_reason(error: str) -> str:
     """The engine's own explanation from an EngineError text (`... Bad Request ("why")`), else all of it."""
-    found = re.search(r'\("(.+)"\)\s*$', error, re.DOTALL)
+    found = re.search(r'\("(.+)"\)\s*$', error, re.DOTALL) or re.match(
+        r"Docker could not start \S+: (.+)$", error, re.DOTALL
+    )
     return found.group(1) if found else error
 
 

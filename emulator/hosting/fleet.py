@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from yarl import URL
 
 from emulator.model.resources import DeployedImage, ProductionVariant, VariantSummary
 from emulator.model.routing import InstancePicker, WeightedChoice
@@ -30,6 +33,10 @@ class Instance:
     @property
     def base_url(self) -> str:
         return self.handle.base_url
+
+    @functools.cached_property
+    def invocations_url(self) -> URL:
+        return URL(f"{self.handle.base_url}/invocations")
 
 
 @dataclass(eq=False)

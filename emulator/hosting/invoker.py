@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import aiohttp
 from multidict import CIMultiDict
+from yarl import URL
 
 from emulator.errors import (
     ModelErrorResponse,
@@ -56,8 +57,10 @@ class FaultContext:
 
 
 class Invoker:
-    def __init__(self, max_response_bytes: int) -> None:
+    def __init__(self, max_response_bytes: int, timeout_s: float) -> None:
         self._max_response = max_response_bytes
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None
 
     async def start(self) -> None:
@@ -80,20 +83,11 @@ class Invoker:
         return self._session
 
     async def invoke(
-        self,
-        base_url: str,
-        body: bytes,
-        headers: CIMultiDict[str],
-        timeout_s: float,
-        context: FaultContext,
+        self, url: URL, body: bytes, headers: CIMultiDict[str], context: FaultContext
     ) -> ContainerReply:
+        """POST the body to the container's /invocations URL (a prebuilt URL: no parsing per request)."""
         try:
-            async with self.session.post(
-                f"{base_url}/invocations",
-                data=body,
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout_s),
-            ) as resp:
+            async with self.session.post(url, data=body, headers=headers, timeout=self._timeout) as resp:
                 if resp.content_length is not None and resp.content_length > self._max_response:
                     raise context.fault(
                         ModelResponseTooLarge, 0, messages.response_too_large(self._max_response)

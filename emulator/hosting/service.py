@@ -90,7 +90,7 @@ class HostingService:
         self._fleets: dict[str, EndpointFleet] = {}  # exact endpoint name -> serving fleet
         self._fault_contexts: dict[str, FaultContext] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self.invoker = Invoker(config.limits.max_response_bytes)
+        self.invoker = Invoker(config.limits.max_response_bytes, config.limits.invocation_timeout_s)
         self._ping_session: aiohttp.ClientSession | None = None
         self.deployer = Deployer(config, runtime, lambda: self.ping_session)
 
@@ -420,11 +420,7 @@ class HostingService:
         instance.outstanding += 1
         try:
             reply = await self.invoker.invoke(
-                instance.base_url,
-                body,
-                headers,
-                self.config.limits.invocation_timeout_s,
-                self._fault_contexts[endpoint_name],
+                instance.invocations_url, body, headers, self._fault_contexts[endpoint_name]
             )
         finally:
             instance.outstanding -= 1

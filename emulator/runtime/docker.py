@@ -109,12 +109,12 @@ class DockerRuntime:
                     "GPU requested for %s but the Docker engine has no NVIDIA runtime; starting on CPU",
                     spec.name,
                 )
+        container = None
         try:
-            container = self.client.containers.run(
+            container = self.client.containers.create(
                 spec.image,
                 command=list(spec.args),
                 name=spec.name,
-                detach=True,
                 environment=dict(spec.environment),
                 labels=dict(spec.labels),
                 ports={f"{spec.container_port}/tcp": (spec.host_ip, None)},
@@ -123,12 +123,24 @@ class DockerRuntime:
                 hostname=spec.hostname,
                 stop_signal="SIGTERM",
             )
+            container.start()
             container.reload()
         except docker.errors.ImageNotFound as exc:
+            self._discard(container)
             raise ImageNotFound(f"No local image matches {spec.image}") from exc
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            raise EngineError(f"Docker could not start {spec.image}: {exc}") from exc
+            self._discard(container)  # created but not started: leave nothing behind
+            raise EngineError(f"Docker could not start {spec.image}: {_explain(exc)}") from exc
         return self._handle(container, spec.container_port)
+
+    @staticmethod
+    def _discard(container: Any | None) -> None:
+        if container is None:
+            return
+        try:
+            container.remove(force=True)
+        except docker.errors.DockerException:
+            log.warning("could not remove container %s after a failed start", container.id)
 
     @staticmethod
     def _handle(container: Any, container_port: int) -> ContainerHandle:
@@ -295,6 +307,11 @@ class DockerRuntime:
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
             return None
         return int(result.get("StatusCode", -1))
+
+
+def _explain(exc: Exception) -> str:
+    explanation = getattr(exc, "explanation", None)
+    return str(explanation or exc)
 
 
 class _ChunkReader:

@@ -107,7 +107,6 @@ def created_leftovers(docker_engine: docker.DockerClient) -> Iterator[None]:
         container.remove(force=True)
 
 
-@pytest.mark.usefixtures("created_leftovers")
 def test_no_exit_fails_when_docker_cannot_run_serve(
     run_group: GroupRunner, twin_image: Callable[[str], str]
 ) -> None:

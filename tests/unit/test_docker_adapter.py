@@ -22,12 +22,15 @@ class FakeContainer:
     def reload(self) -> None:
         pass
 
+    def start(self) -> None:
+        pass
+
 
 class FakeContainers:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def run(self, image: str, **kwargs: Any) -> FakeContainer:
+    def create(self, image: str, **kwargs: Any) -> FakeContainer:
         self.calls.append((image, kwargs))
         return FakeContainer(kwargs)
 
@@ -59,6 +62,7 @@ def test_start_runs_serve_with_a_read_only_model_dir_on_loopback() -> None:
     ((image, kwargs),) = client.containers.calls
     assert image == "sha256:abc"
     assert kwargs["command"] == ["serve"]
+    assert "detach" not in kwargs  # created, then started: a failed start can be cleaned up
     assert kwargs["ports"] == {"8080/tcp": ("127.0.0.1", None)}
     (mount,) = kwargs["mounts"]
     assert mount["Target"] == "/opt/ml/model" and mount["ReadOnly"] is True and mount["Source"] == "/models/x"

@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from multidict import CIMultiDict
+from yarl import URL
 
 from emulator.errors import (
     ModelErrorResponse,
@@ -72,7 +73,7 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
 
 @pytest.fixture
 async def invoker() -> AsyncIterator[Invoker]:
-    inv = Invoker(max_response_bytes=CAP)
+    inv = Invoker(max_response_bytes=CAP, timeout_s=5.0)
     await inv.start()
     try:
         yield inv
@@ -254,7 +255,9 @@ async def test_invoke_200_returns_body_content_type_and_passed_back_headers(
         )
 
     async with serve(release, invocations=invocations) as url:
-        reply = await invoker.invoke(url, b"hello", CIMultiDict({"Content-Type": "text/plain"}), 5.0, CONTEXT)
+        reply = await invoker.invoke(
+            URL(f"{url}/invocations"), b"hello", CIMultiDict({"Content-Type": "text/plain"}), CONTEXT
+        )
     assert reply.status == 200
     assert reply.body == b"HELLO"
     assert reply.content_type == "text/csv; charset=utf-8"
@@ -270,7 +273,10 @@ async def test_invoke_reuses_the_session_for_many_calls(release: asyncio.Event, 
 
     async with serve(release, invocations=invocations) as url:
         replies = await asyncio.gather(
-            *(invoker.invoke(url, str(n).encode(), CIMultiDict(), 5.0, CONTEXT) for n in range(20))
+            *(
+                invoker.invoke(URL(f"{url}/invocations"), str(n).encode(), CIMultiDict(), CONTEXT)
+                for n in range(20)
+            )
         )
     assert [r.body for r in replies] == [str(n).encode() for n in range(20)]
 
@@ -281,7 +287,7 @@ async def test_invoke_404_is_model_error_response(release: asyncio.Event, invoke
 
     async with serve(release, invocations=invocations) as url:
         with pytest.raises(ModelErrorResponse) as info:
-            await invoker.invoke(url, b"x", CIMultiDict(), 5.0, CONTEXT)
+            await invoker.invoke(URL(f"{url}/invocations"), b"x", CIMultiDict(), CONTEXT)
     exc = info.value
     assert exc.original_status == 404
     assert exc.original_message == "model not loaded"
@@ -298,7 +304,7 @@ async def test_invoke_500_is_a_server_error(release: asyncio.Event, invoker: Inv
 
     async with serve(release, invocations=invocations) as url:
         with pytest.raises(ModelErrorResponse) as info:
-            await invoker.invoke(url, b"x", CIMultiDict(), 5.0, CONTEXT)
+            await invoker.invoke(URL(f"{url}/invocations"), b"x", CIMultiDict(), CONTEXT)
     assert info.value.original_status == 500
     assert info.value.original_message == "\ufffdboom"
     assert info.value.message.startswith("Received server error (500) from primary")
@@ -309,11 +315,14 @@ async def test_invoke_timeout_is_model_timeout(release: asyncio.Event, invoker: 
         await release.wait()
         return web.Response()
 
+    quick = Invoker(max_response_bytes=CAP, timeout_s=0.2)
+    await quick.start()
     async with serve(release, invocations=invocations) as url:
         started = time.monotonic()
         with pytest.raises(ModelTimeout) as info:
-            await invoker.invoke(url, b"x", CIMultiDict(), 0.2, CONTEXT)
+            await quick.invoke(URL(f"{url}/invocations"), b"x", CIMultiDict(), CONTEXT)
         took = time.monotonic() - started
+    await quick.close()
     exc = info.value
     assert exc.original_status == 0
     assert exc.original_message == messages.invocation_timed_out()
@@ -333,7 +342,7 @@ async def test_invoke_closed_connection_is_model_unreachable(invoker: Invoker) -
     port = server.sockets[0].getsockname()[1]
     try:
         with pytest.raises(ModelUnreachable) as info:
-            await invoker.invoke(f"http://127.0.0.1:{port}", b"x", CIMultiDict(), 5.0, CONTEXT)
+            await invoker.invoke(URL(f"http://127.0.0.1:{port}/invocations"), b"x", CIMultiDict(), CONTEXT)
     finally:
         server.close()
         await server.wait_closed()
@@ -343,7 +352,7 @@ async def test_invoke_closed_connection_is_model_unreachable(invoker: Invoker) -
 
 async def test_invoke_connection_refused_is_model_unreachable(invoker: Invoker) -> None:
     with pytest.raises(ModelUnreachable) as info:
-        await invoker.invoke(f"http://127.0.0.1:{free_port()}", b"x", CIMultiDict(), 5.0, CONTEXT)
+        await invoker.invoke(URL(f"http://127.0.0.1:{free_port()}/invocations"), b"x", CIMultiDict(), CONTEXT)
     assert info.value.original_status == 0
 
 
@@ -353,7 +362,7 @@ async def test_invoke_response_over_cap_with_content_length(release: asyncio.Eve
 
     async with serve(release, invocations=invocations) as url:
         with pytest.raises(ModelResponseTooLarge) as info:
-            await invoker.invoke(url, b"x", CIMultiDict(), 5.0, CONTEXT)
+            await invoker.invoke(URL(f"{url}/invocations"), b"x", CIMultiDict(), CONTEXT)
     assert info.value.original_message == messages.response_too_large(CAP)
 
 
@@ -362,7 +371,7 @@ async def test_invoke_response_exactly_at_cap_is_fine(release: asyncio.Event, in
         return web.Response(body=b"y" * CAP)
 
     async with serve(release, invocations=invocations) as url:
-        reply = await invoker.invoke(url, b"x", CIMultiDict(), 5.0, CONTEXT)
+        reply = await invoker.invoke(URL(f"{url}/invocations"), b"x", CIMultiDict(), CONTEXT)
     assert reply.body == b"y" * CAP
 
 
@@ -382,14 +391,14 @@ def chunked(parts: list[bytes]) -> Handler:
 async def test_invoke_chunked_response_over_cap(release: asyncio.Event, invoker: Invoker) -> None:
     async with serve(release, invocations=chunked([b"a" * 600, b"b" * 600])) as url:
         with pytest.raises(ModelResponseTooLarge) as info:
-            await invoker.invoke(url, b"x", CIMultiDict(), 5.0, CONTEXT)
+            await invoker.invoke(URL(f"{url}/invocations"), b"x", CIMultiDict(), CONTEXT)
     assert info.value.original_status == 0
     assert info.value.original_message == messages.response_too_large(CAP)
 
 
 async def test_invoke_chunked_response_under_cap(release: asyncio.Event, invoker: Invoker) -> None:
     async with serve(release, invocations=chunked([b"a" * 300, b"b" * 300, b"c" * 300])) as url:
-        reply = await invoker.invoke(url, b"x", CIMultiDict(), 5.0, CONTEXT)
+        reply = await invoker.invoke(URL(f"{url}/invocations"), b"x", CIMultiDict(), CONTEXT)
     assert reply.body == b"a" * 300 + b"b" * 300 + b"c" * 300
     assert reply.content_type == "application/octet-stream"
 
@@ -407,7 +416,7 @@ async def received_headers(
         return web.Response()
 
     async with serve(release, invocations=invocations) as url:
-        await invoker.invoke(url, b'{"a": 1}', given, 5.0, CONTEXT)
+        await invoker.invoke(URL(f"{url}/invocations"), b'{"a": 1}', given, CONTEXT)
     return {k: v for k, v in seen.items() if k not in TRANSPORT_HEADERS}
 
 

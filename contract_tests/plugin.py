@@ -1,0 +1,216 @@
+"""The contract checks as pytest items (the `smlocal` pytest11 entry point).
+
+    pytest --sagemaker-image my-model:latest [--sagemaker-model-data URL] [--sagemaker-env K=V ...]
+           [--sagemaker-startup-timeout S] [-k start.healthy]
+
+adds one item per registered check, `smlocal-contract::<check id>` (select with `-k`: `-k
+smlocal-contract` for all of them, `-k shutdown` for a group), next to whatever else pytest collects.
+All items share one Target (one image listing, one shared healthy container), removed at session end.
+An item passes on PASSED, fails on FAILED (the check's message, fix and evidence; no traceback) and on
+ERROR (a bug in the checker: its traceback), and is skipped on SKIPPED.
+
+Installed with smlocal, this module is loaded by every pytest run: without --sagemaker-image it only
+adds its options. It imports nothing but pytest until the option is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from contract_tests.registry import Check
+    from contract_tests.result import CheckResult
+    from contract_tests.target import CheckConfig, Target
+
+SUITE = "smlocal-contract"
+_PLUGIN_NAME = "smlocal-contract-session"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("smlocal", "SageMaker hosting contract (smlocal)")
+    group.addoption(
+        "--sagemaker-image",
+        metavar="IMAGE",
+        default=None,
+        help="check this local image against SageMaker's hosting contract: one item per check, "
+        f"named {SUITE}::<check id>",
+    )
+    group.addoption(
+        "--sagemaker-model-data",
+        metavar="URL",
+        default=None,
+        help="model data for the image (s3://, file:// or a local model.tar.gz)",
+    )
+    group.addoption(
+        "--sagemaker-startup-timeout",
+        metavar="S",
+        type=float,
+        default=480.0,
+        help="seconds until the first 200 from /ping (default SageMaker's 480)",
+    )
+    group.addoption(
+        "--sagemaker-env",
+        metavar="K=V",
+        action="append",
+        default=[],
+        help="container environment variable (repeatable)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    image = config.getoption("sagemaker_image", None)
+    if image:
+        config.pluginmanager.register(ContractSession(config, image), _PLUGIN_NAME)
+
+
+class ContractViolation(Exception):
+    """Raised by an item whose check FAILED or ERRORed; repr_failure prints it without a traceback."""
+
+    def __init__(self, result: CheckResult, text: str) -> None:
+        super().__init__(result.message)
+        self.result = result
+        self.text = text
+
+
+class ContractSession:
+    """The per-run state, registered as a plugin only when --sagemaker-image is given."""
+
+    def __init__(self, config: pytest.Config, image: str) -> None:
+        self.config = config
+        self.image = image
+        self._target: Target | None = None
+        self.warnings: list[tuple[str, str]] = []
+
+    def check_config(self) -> CheckConfig:
+        from contract_tests.target import CheckConfig
+        from emulator.config import ContractLimits
+
+        environment = {}
+        for item in self.config.getoption("sagemaker_env") or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise pytest.UsageError(f"--sagemaker-env takes KEY=VALUE, got {item!r}")
+            environment[key] = value
+        limits = ContractLimits(startup_timeout_s=self.config.getoption("sagemaker_startup_timeout"))
+        return CheckConfig(
+            image=self.image,
+            model_data=self.config.getoption("sagemaker_model_data"),
+            environment=environment,
+            limits=limits,
+        )
+
+    def target(self) -> Target:
+        """The run's Target, made by the first item that runs (all items share it)."""
+        if self._target is None:
+            self._target = self.new_target()
+        return self._target
+
+    def new_target(self) -> Target:
+        """A Target for the image, its image and model data resolved; stops the session if it can't."""
+        from contract_tests.target import Target
+        from emulator.errors import EngineError, ImageNotFound, SmlocalError
+
+        target = Target(self.check_config())
+        try:
+            target.image  # noqa: B018 - resolve the image now: a missing one stops the run
+            target.model_dir  # noqa: B018
+        except ImageNotFound:
+            pytest.exit(
+                f"smlocal: image {self.image} not found locally; build or pull it first",
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )
+        except EngineError as exc:
+            pytest.exit(f"smlocal: {exc.message}", returncode=pytest.ExitCode.USAGE_ERROR)
+        except SmlocalError as exc:
+            pytest.exit(f"smlocal: --sagemaker-model-data: {exc.message}", pytest.ExitCode.USAGE_ERROR)
+        return target
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
+        report = yield
+        if isinstance(collector, pytest.Session) and report.passed:
+            report.result.append(ContractSuite.from_parent(collector, name=SUITE, nodeid=SUITE, state=self))
+        return report
+
+    def pytest_sessionfinish(self) -> None:
+        if self._target is not None:
+            self._target.close()
+            self._target = None
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.warnings:
+            terminalreporter.section("smlocal contract warnings", yellow=True)
+            for check_id, warning in self.warnings:
+                terminalreporter.line(f"{check_id}: {warning}")
+
+
+class ContractSuite(pytest.Collector):
+    """`smlocal-contract`: one ContractItem per registered check, in run order."""
+
+    def __init__(self, *, state: ContractSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.state = state
+
+    def collect(self) -> Iterable[pytest.Item]:
+        from contract_tests.registry import all_checks
+
+        for check in all_checks():
+            yield ContractItem.from_parent(self, name=check.id, check=check, state=self.state)
+
+
+class ContractItem(pytest.Item):
+    def __init__(self, *, check: Check, state: ContractSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+        self.state = state
+        self.result: CheckResult | None = None
+        self.user_properties.append(("title", check.title))
+
+    def runtest(self) -> None:
+        from contract_tests import report
+        from contract_tests.result import Outcome
+        from contract_tests.runner import run_check
+
+        result = run_check(self.check, self.state.target())
+        self.result = result
+        for warning in result.warnings:
+            self.state.warnings.append((result.id, warning))
+            self.user_properties.append(("warning", warning))
+        if result.warnings:
+            self.add_report_section("call", "contract warnings", "\n".join(result.warnings))
+        if result.outcome is Outcome.SKIPPED:
+            _skip(f"{result.id}: {result.message}")
+        if result.outcome is Outcome.FAILED:
+            text = report.explanation(result, self.check.fix)
+            evidence = report.evidence_text(result.evidence)
+            raise ContractViolation(result, f"{text}\n\nevidence:\n{_indent(evidence)}" if evidence else text)
+        if result.outcome is Outcome.ERROR:
+            trace = str(result.evidence.get("traceback", "")).rstrip()
+            text = report.explanation(result)
+            raise ContractViolation(result, f"{text}\n\n{trace}" if trace else text)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ContractViolation):
+            return excinfo.value.text  # its first line is the short summary's (-r) text
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        # location "smlocal-contract" (line 0: pytest wants one for skips reported at the item),
+        # headline "image.root: the image runs as root" (a domain that ends the node id would have its
+        # dots turned into "::" by the terminal reporter)
+        return self.path / SUITE, 0, f"{self.check.id}: {self.check.title}"
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
+
+
+def _skip(reason: str) -> None:
+    """pytest.skip, reported at the item ("smlocal-contract") rather than at this line of the plugin."""
+    try:
+        raise pytest.skip.Exception(reason, _use_item_location=True)
+    except TypeError:  # a pytest without the (private) argument
+        pytest.skip(reason)
