@@ -6,13 +6,11 @@ image and asserts that exactly the twin's rule FAILS (the others pass or skip, p
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 
 from contract_tests.checks.startup import PING_BODY_IGNORABLE_BYTES, _not_ignorable
@@ -21,7 +19,6 @@ from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
 from contract_tests.target import CheckConfig, Target
 from emulator.config import ContractLimits
-from emulator.runtime import labels
 from tests.fixtures.twins import FAST_LIMITS
 
 pytestmark = pytest.mark.docker
@@ -92,19 +89,6 @@ def test_no_exit_fails_when_the_entrypoint_rejects_serve(
     assert "exited with code 64" in failed.message
     assert "unknown command 'serve'" in failed.message
     assert {o for i, o in outcomes(results).items() if i != "start.no-exit"} == {Outcome.SKIPPED}
-
-
-@pytest.fixture
-def created_leftovers(docker_engine: docker.DockerClient) -> Iterator[None]:
-    """Remove the containers this process's checks created but Docker could not start.
-
-    Docker leaves a created container behind when `start` fails, and Target.start() loses its handle
-    (it raises before recording the container) - see the report to target.py's owner.
-    """
-    yield
-    owner = f"{labels.OWNER}=check-{os.getpid()}"
-    for container in docker_engine.containers.list(all=True, filters={"label": owner, "status": "created"}):
-        container.remove(force=True)
 
 
 def test_no_exit_fails_when_docker_cannot_run_serve(
