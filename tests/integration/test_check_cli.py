@@ -1,0 +1,135 @@
+"""`smlocal check` and the pytest plugin end to end: real processes against the good image and a twin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+import pytest
+
+from emulator.runtime import labels
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Two cheap checks: an image inspection and the shared container's start.
+CHEAP = ("image.root", "start.healthy")
+
+
+def smlocal_check(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run `smlocal check ARGS`; returns the finished process and its pid (the containers' owner label)."""
+    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator.cli", "check", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env,
+    )
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
+
+
+def assert_no_containers_left(client: docker.DockerClient, pid: int) -> None:
+    left = client.containers.list(all=True, filters={"label": f"{labels.OWNER}=check-{pid}"})
+    assert not left, f"smlocal check left containers: {[c.name for c in left]}"
+
+
+def test_check_good_image_exits_0_and_writes_reports(
+    echo_image: str, docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    run, pid = smlocal_check(
+        echo_image,
+        *[a for check_id in CHEAP for a in ("--check", check_id)],
+        "--startup-timeout",
+        "30",
+        "--json",
+        "out.json",
+        "--junit",
+        "out.xml",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    for check_id in CHEAP:
+        assert check_id in run.stdout
+    assert "2 passed" in run.stdout and "PASSED" in run.stdout
+    assert_no_containers_left(docker_engine, pid)
+
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert [(d["id"], d["outcome"]) for d in data] == [(c, "passed") for c in CHEAP]
+    for d in data:
+        assert d["doc_url"] == f"docs/contract.md#{d['id'].replace('.', '-')}"
+        assert d["title"] and d["message"] and d["duration_s"] >= 0 and d["warnings"] == []
+
+    suite = ET.parse(tmp_path / "out.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("name") == "smlocal-contract"
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
+        "2",
+        "0",
+        "0",
+        "0",
+    )
+    assert [(c.get("classname"), c.get("name")) for c in suite.iter("testcase")] == [
+        ("image", "image.root"),
+        ("start", "start.healthy"),
+    ]
+
+
+def test_check_twin_exits_1_with_the_failure_in_every_report(
+    twin_image: Callable[[str], str], docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    image = twin_image("image.root")
+    run, pid = smlocal_check(
+        image, "--check", "image", "--json", "out.json", "--junit", "out.xml", cwd=tmp_path
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "FAILED" in run.stdout and "docs/contract.md#image-root" in run.stdout
+    assert_no_containers_left(docker_engine, pid)
+    data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())}
+    assert data["image.root"]["outcome"] == "failed"
+    failure = next(
+        c for c in ET.parse(tmp_path / "out.xml").getroot().iter("testcase") if c.get("name") == "image.root"
+    ).find("failure")
+    assert failure is not None and failure.get("message") == data["image.root"]["message"].splitlines()[0]
+
+
+def test_unknown_check_id_exits_2(echo_image: str, tmp_path: Path) -> None:
+    run, _ = smlocal_check(echo_image, "--check", "start.nonsense", cwd=tmp_path)
+    assert run.returncode == 2
+    assert "unknown check id(s) start.nonsense" in run.stderr and "start.healthy" in run.stderr
+
+
+def test_missing_image_exits_2_with_a_clear_message(
+    docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    run, _ = smlocal_check("smlocal-test/does-not-exist:nope", "--json", "out.json", cwd=tmp_path)
+    assert run.returncode == 2
+    assert "image smlocal-test/does-not-exist:nope not found locally" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "out.json").exists()
+
+
+def test_pytest_plugin_runs_checks_as_items(
+    echo_image: str, docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider"]
+        + ["--sagemaker-image", echo_image, "--sagemaker-startup-timeout", "30", "-v"]
+        + ["-k", " or ".join(CHEAP)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    for check_id in CHEAP:
+        assert f"smlocal-contract::{check_id} PASSED" in run.stdout
+    assert " 2 passed, " in run.stdout and " deselected" in run.stdout
