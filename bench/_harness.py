@@ -49,8 +49,11 @@ def managed_containers() -> list[Any]:
 class SmlocalProcess:
     """`smlocal serve` as a child process on a free port, with a temporary state dir."""
 
-    def __init__(self, ready_timeout_s: float = 30.0, python_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, ready_timeout_s: float = 30.0, python_args: tuple[str, ...] = (), event_loop: str = "auto"
+    ) -> None:
         self._python_args = python_args  # e.g. ("-m", "cProfile", "-o", PATH) to profile the server
+        self._event_loop = event_loop
         self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
         self._tmp = tempfile.TemporaryDirectory(prefix="smlocal-bench-")
@@ -71,7 +74,7 @@ class SmlocalProcess:
         self.proc = subprocess.Popen(
             [sys.executable, *self._python_args, "-m", "emulator.cli", "--log-level", "WARNING", "serve",
              "--host", HOST, "--port", str(self.port), "--state-dir", str(self.state_dir / "state"),
-             "--stop-grace", "5"],
+             "--stop-grace", "5", "--event-loop", self._event_loop],
             cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + self._ready_timeout_s

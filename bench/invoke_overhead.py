@@ -215,11 +215,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests (about 1 minute in all)")
     parser.add_argument("--json", type=Path, help="write the figures to this file as JSON")
+    parser.add_argument("--event-loop", default="auto", choices=("auto", "asyncio", "uvloop"),
+                        help="smlocal serve --event-loop (auto: uvloop when installed)")
     args = parser.parse_args(argv)
     console = Console(width=max(110, Console().width))
     s = sizes(args.quick)
     console.log("starting smlocal (subprocess) and deploying bench-echo, bench-nagle")
-    with SmlocalProcess() as server:
+    with SmlocalProcess(event_loop=args.event_loop) as server:
         sm, rt = boto_clients(server.url)
         deploy(sm, "bench-echo")
         deploy(sm, "bench-nagle", {"NAGLE": "1"})

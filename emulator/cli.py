@@ -81,7 +81,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         logging.warning("serving on %s: reachable from other machines", args.host)
-    serve_forever(config, keep_containers=args.keep_containers)
+    serve_forever(config, keep_containers=args.keep_containers, event_loop=args.event_loop)
     return 0
 
 
@@ -270,6 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--startup-timeout", type=float, help="seconds until the first 200 from /ping (default 480)"
     )
     p.add_argument("--keep-containers", action="store_true", help="leave containers running on exit")
+    p.add_argument(
+        "--event-loop",
+        choices=("auto", "asyncio", "uvloop"),
+        default="auto",
+        help="auto: uvloop when installed, else asyncio's",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = client_cmd("deploy", "create a model, an endpoint config and an endpoint; wait for InService")

@@ -20,9 +20,25 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def serve_forever(config: ServerConfig, keep_containers: bool = False) -> None:
+def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
+    """uvloop when asked for, or with "auto" when it is installed (a dependency, except on Windows);
+    asyncio's own loop otherwise. docs/performance.md has the measurement behind this."""
+    if kind in ("auto", "uvloop"):
+        try:
+            import uvloop
+        except ImportError:
+            if kind == "uvloop":
+                raise
+        else:
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
+def serve_forever(config: ServerConfig, keep_containers: bool = False, event_loop: str = "auto") -> None:
     """Serve until SIGINT/SIGTERM, then stop every container (unless keep_containers) and exit."""
     app = build_app(config, stop_containers_on_exit=not keep_containers)
+    loop = new_event_loop(event_loop)
+    asyncio.set_event_loop(loop)
 
     def announce(message: str) -> None:
         log.info(
@@ -40,7 +56,9 @@ def serve_forever(config: ServerConfig, keep_containers: bool = False) -> None:
         print=announce,
         shutdown_timeout=5.0,
         handle_signals=True,
+        loop=loop,
     )
+    log.debug("event loop was %s", type(loop).__module__)
 
 
 @asynccontextmanager
