@@ -60,6 +60,7 @@ def check(id: str, title: str, requirement: str, fix: str = "") -> Callable[[Che
 CHECK_MODULES = (
     "contract_tests.checks.image",
     "contract_tests.checks.startup",
+    "contract_tests.checks.accept",
     "contract_tests.checks.invocations",
     "contract_tests.checks.model_dir",
     "contract_tests.checks.shutdown",
