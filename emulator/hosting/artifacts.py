@@ -40,11 +40,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from emulator.errors import ModelDataError, ModelDataNotFound, ValidationFailed
+from emulator.errors import ModelDataNotFound, ValidationFailed
 from emulator.hosting.archive import (
     CHUNK_BYTES,
     DIR_MODE,
@@ -52,6 +51,20 @@ from emulator.hosting.archive import (
     ArchiveRejected,
     ArchiveTooLarge,
     extract_archive,
+)
+from emulator.hosting.model_data import (
+    NOT_FOUND_CODES,
+    ModelDataFailure,
+    S3Location,
+    digest_of,
+    download_failed_message,
+    error_code,
+    extract_failed_message,
+    invalid_object,
+    locate,
+    name_problem,
+    not_found_message,
+    too_large_message,
 )
 from emulator.model.resources import ModelDataSource  # re-exported: one class for model and hosting
 
@@ -66,41 +79,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_EXTRACTED_BYTES = 100 * 1024**3
-_NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound", "NoSuchBucket"})
-
-
-def extract_failed_message(uri: str) -> str:
-    return (
-        f'Failed to extract model data archive from URL "{uri}". '
-        "Please ensure that the object located at the URL is a valid tar.gz archive."
-    )
-
-
-def too_large_message(uri: str) -> str:
-    return (
-        f'Failed to extract model data archive from URL "{uri}". The model data archive is too large. '
-        "Please reduce the size of the model data archive or move to an instance type with more memory."
-    )
-
-
-def download_failed_message(uri: str) -> str:
-    return (
-        f'Failed to download model data for container from URL "{uri}". Please ensure that there is an '
-        "object located at the URL and that the role passed to CreateModel has permissions to download "
-        "the object."
-    )
-
-
-def not_found_message(uri: str) -> str:
-    return f"Could not find model data at {uri}."
-
-
-class ModelDataFailure(ModelDataError):
-    """A ModelDataError whose `detail` says exactly what failed (for the endpoint's log)."""
-
-    def __init__(self, message: str, detail: str) -> None:
-        super().__init__(message)
-        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -111,77 +89,6 @@ class ArtifactStats:
     hashes: int = 0  # local files hashed
     extractions: int = 0  # model directories built (archive extracted or objects laid out)
     reuses: int = 0  # materialize answered by a model directory that already existed
-
-
-@dataclass(frozen=True)
-class _S3:
-    bucket: str
-    key: str
-
-
-def _locate(source: ModelDataSource) -> _S3 | Path:
-    """Check the source's shape; raise ValidationFailed for one SageMaker would not accept."""
-    uri = source.uri
-    if source.compression not in ("Gzip", "None"):
-        raise ValidationFailed(
-            f"Invalid CompressionType {source.compression!r} for model data {uri}: expected Gzip or None."
-        )
-    if source.data_type not in ("S3Object", "S3Prefix"):
-        raise ValidationFailed(
-            f"Invalid S3DataType {source.data_type!r} for model data {uri}: expected S3Object or S3Prefix."
-        )
-    if source.data_type == "S3Prefix" and source.compression != "None":
-        raise ValidationFailed(f"Model data {uri} has S3DataType S3Prefix, which needs CompressionType None.")
-    if uri.startswith("s3://"):
-        bucket, _, key = uri[len("s3://") :].partition("/")
-        if not bucket:
-            raise ValidationFailed(f"Model data URL {uri} names no bucket.")
-        if source.data_type == "S3Prefix":
-            if not uri.endswith("/"):
-                raise ValidationFailed(f"The S3 prefix {uri} of model data must end with '/'.")
-        elif not key or key.endswith("/"):
-            raise ValidationFailed(f"Model data URL {uri} does not name an S3 object.")
-        return _S3(bucket, key)
-    if uri.startswith("file://"):
-        parsed = urlparse(uri)
-        if parsed.netloc not in ("", "localhost"):
-            raise ValidationFailed(f"Model data URL {uri} must name a file on this host.")
-        return Path(unquote(parsed.path))
-    if "://" in uri:
-        raise ValidationFailed(f"Model data URL {uri} is not supported: use s3://, file:// or a local path.")
-    if not uri:
-        raise ValidationFailed("Model data URL is empty.")
-    return Path(uri)
-
-
-def _error_code(exc: Exception) -> str:
-    response = getattr(exc, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
-
-
-def _digest_of(*manifest: object) -> str:
-    return hashlib.sha256(json.dumps(manifest, separators=(",", ":")).encode()).hexdigest()
-
-
-def _name_problem(segment: str) -> str | None:
-    """Why an object name segment cannot be a file name under /opt/ml/model, or None."""
-    if not segment.strip():
-        return "has an empty or blank path segment"
-    if segment in (".", ".."):
-        return f"has a {segment!r} path segment"
-    if "\x00" in segment:
-        return "has a NUL character in its name"
-    if len(segment.encode()) > 255:
-        return "has a path segment longer than 255 bytes"
-    return None
-
-
-def _invalid(uri: str, key_uri: str, reason: str) -> ModelDataFailure:
-    return ModelDataFailure(
-        f'Invalid model data at URL "{uri}": the object "{key_uri}" {reason}. With CompressionType None '
-        "each object must map to a file path under /opt/ml/model.",
-        f"{key_uri}: {reason}",
-    )
 
 
 class ArtifactStore:
@@ -217,7 +124,7 @@ class ArtifactStore:
 
     def check_exists(self, source: ModelDataSource) -> None:
         """CreateModel's synchronous check: raise ModelDataNotFound when there is nothing at the URL."""
-        where = _locate(source)
+        where = locate(source)
         if isinstance(where, Path):
             if not where.exists():
                 raise ModelDataNotFound(not_found_message(source.uri))
@@ -231,7 +138,7 @@ class ArtifactStore:
             else:
                 client.head_object(Bucket=where.bucket, Key=where.key)
         except ClientError as exc:
-            if _error_code(exc) in _NOT_FOUND_CODES:
+            if error_code(exc) in NOT_FOUND_CODES:
                 raise ModelDataNotFound(not_found_message(source.uri)) from exc
             raise ValidationFailed(f"Could not access model data at {source.uri}. ({exc})") from exc
         except BotoCoreError as exc:
@@ -240,7 +147,7 @@ class ArtifactStore:
     def materialize(self, source: ModelDataSource) -> Path:
         """Return a host directory holding the model files (blocking; run it in a worker thread)."""
         try:
-            where = _locate(source)
+            where = locate(source)
         except ValidationFailed as exc:
             raise ModelDataFailure(exc.message, exc.message) from exc
         if isinstance(where, Path):
@@ -276,7 +183,7 @@ class ArtifactStore:
             self._remember(fingerprint, digest)
             return model
 
-    def _s3_archive(self, source: ModelDataSource, where: _S3) -> Path:
+    def _s3_archive(self, source: ModelDataSource, where: S3Location) -> Path:
         client = self._s3()
         head = self._s3_call(source, lambda: client.head_object(Bucket=where.bucket, Key=where.key))
         fingerprint = self._s3_fingerprint(where, head["ETag"], head["ContentLength"])
@@ -295,16 +202,16 @@ class ArtifactStore:
             self._remember(self._s3_fingerprint(where, etag, size), digest)
             return model
 
-    def _s3_object(self, source: ModelDataSource, where: _S3) -> Path:
+    def _s3_object(self, source: ModelDataSource, where: S3Location) -> Path:
         client = self._s3()
         head = self._s3_call(source, lambda: client.head_object(Bucket=where.bucket, Key=where.key))
         name = where.key.rsplit("/", 1)[-1]
-        problem = _name_problem(name)
+        problem = name_problem(name)
         if problem:
-            raise _invalid(source.uri, source.uri, problem)
+            raise invalid_object(source.uri, source.uri, problem)
         etag, size = head["ETag"], int(head["ContentLength"])
         self._check_size(source, size)
-        digest = _digest_of("s3object-v1", name, etag, size)
+        digest = digest_of("s3object-v1", name, etag, size)
 
         def lay_out(tmp: Path) -> str:
             self._fetch(source, where.bucket, where.key, tmp / name, etag)
@@ -312,7 +219,7 @@ class ArtifactStore:
 
         return self._build(source, lay_out, digest)[1]
 
-    def _s3_prefix(self, source: ModelDataSource, where: _S3) -> Path:
+    def _s3_prefix(self, source: ModelDataSource, where: S3Location) -> Path:
         client = self._s3()
         objects: list[tuple[str, str, str, int]] = []  # (relative name, key, ETag, size)
         paginator = client.get_paginator("list_objects_v2")
@@ -327,24 +234,26 @@ class ArtifactStore:
         for rel, key, _etag, size in objects:
             key_uri = f"s3://{where.bucket}/{key}"
             if key.endswith("/") and size == 0:
-                raise _invalid(source.uri, key_uri, "is a folder object (a zero-byte key ending in '/')")
+                raise invalid_object(
+                    source.uri, key_uri, "is a folder object (a zero-byte key ending in '/')"
+                )
             for segment in rel.split("/"):
-                problem = _name_problem(segment)
+                problem = name_problem(segment)
                 if problem:
-                    raise _invalid(source.uri, key_uri, problem)
+                    raise invalid_object(source.uri, key_uri, problem)
             files.add(rel)
             parts = rel.split("/")
             for i in range(1, len(parts)):
                 dirs.setdefault("/".join(parts[:i]), key_uri)
         for rel, key, _etag, _size in objects:
             if rel in dirs:
-                raise _invalid(
+                raise invalid_object(
                     source.uri,
                     f"s3://{where.bucket}/{key}",
                     f'is a file, but "{dirs[rel]}" needs that name as a directory',
                 )
         self._check_size(source, sum(size for *_, size in objects))
-        digest = _digest_of("s3prefix-v1", sorted((rel, etag, size) for rel, _k, etag, size in objects))
+        digest = digest_of("s3prefix-v1", sorted((rel, etag, size) for rel, _k, etag, size in objects))
 
         def lay_out(tmp: Path) -> str:
             for rel, key, etag, _size in objects:
@@ -370,7 +279,7 @@ class ArtifactStore:
             raise ModelDataFailure(download_failed_message(source.uri), f"{source.uri}: {exc}") from exc
 
     @staticmethod
-    def _s3_fingerprint(where: _S3, etag: str, size: int) -> str:
+    def _s3_fingerprint(where: S3Location, etag: str, size: int) -> str:
         return json.dumps(["s3", where.bucket, where.key, etag, int(size)])
 
     def _fetch(
@@ -413,9 +322,9 @@ class ArtifactStore:
         return sha.hexdigest()
 
     def _copy_single(self, source: ModelDataSource, path: Path, tmp: Path) -> str:
-        problem = _name_problem(path.name)
+        problem = name_problem(path.name)
         if problem:
-            raise _invalid(source.uri, str(path), problem)
+            raise invalid_object(source.uri, str(path), problem)
         self._check_size(source, path.stat().st_size)
         sha = hashlib.sha256()
         try:
@@ -427,7 +336,7 @@ class ArtifactStore:
             raise ModelDataFailure(download_failed_message(source.uri), f"{path}: {exc}") from exc
         os.chmod(tmp / path.name, FILE_MODE)
         self._count(hashes=1)
-        return _digest_of("file-v1", path.name, sha.hexdigest())
+        return digest_of("file-v1", path.name, sha.hexdigest())
 
     def _check_size(self, source: ModelDataSource, total: int) -> None:
         if total > self.max_extracted_bytes:

@@ -1,0 +1,124 @@
+"""Model data sources: where a ModelDataSource points, and the FailureReason texts for it.
+
+Failure texts: extraction and "too large" follow the FailureReasons observed from SageMaker (§3.2);
+the download text follows SageMaker's observed "Failed to download model data for container" form.
+The `Invalid model data at URL ...` texts for rejected uncompressed object names are smlocal's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from emulator.errors import ModelDataError, ValidationFailed
+from emulator.model.resources import ModelDataSource
+
+NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound", "NoSuchBucket"})
+
+
+def extract_failed_message(uri: str) -> str:
+    return (
+        f'Failed to extract model data archive from URL "{uri}". '
+        "Please ensure that the object located at the URL is a valid tar.gz archive."
+    )
+
+
+def too_large_message(uri: str) -> str:
+    return (
+        f'Failed to extract model data archive from URL "{uri}". The model data archive is too large. '
+        "Please reduce the size of the model data archive or move to an instance type with more memory."
+    )
+
+
+def download_failed_message(uri: str) -> str:
+    return (
+        f'Failed to download model data for container from URL "{uri}". Please ensure that there is an '
+        "object located at the URL and that the role passed to CreateModel has permissions to download "
+        "the object."
+    )
+
+
+def not_found_message(uri: str) -> str:
+    return f"Could not find model data at {uri}."
+
+
+class ModelDataFailure(ModelDataError):
+    """A ModelDataError whose `detail` says exactly what failed (for the endpoint's log)."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class S3Location:
+    bucket: str
+    key: str
+
+
+def locate(source: ModelDataSource) -> S3Location | Path:
+    """Check the source's shape; raise ValidationFailed for one SageMaker would not accept."""
+    uri = source.uri
+    if source.compression not in ("Gzip", "None"):
+        raise ValidationFailed(
+            f"Invalid CompressionType {source.compression!r} for model data {uri}: expected Gzip or None."
+        )
+    if source.data_type not in ("S3Object", "S3Prefix"):
+        raise ValidationFailed(
+            f"Invalid S3DataType {source.data_type!r} for model data {uri}: expected S3Object or S3Prefix."
+        )
+    if source.data_type == "S3Prefix" and source.compression != "None":
+        raise ValidationFailed(f"Model data {uri} has S3DataType S3Prefix, which needs CompressionType None.")
+    if uri.startswith("s3://"):
+        bucket, _, key = uri[len("s3://") :].partition("/")
+        if not bucket:
+            raise ValidationFailed(f"Model data URL {uri} names no bucket.")
+        if source.data_type == "S3Prefix":
+            if not uri.endswith("/"):
+                raise ValidationFailed(f"The S3 prefix {uri} of model data must end with '/'.")
+        elif not key or key.endswith("/"):
+            raise ValidationFailed(f"Model data URL {uri} does not name an S3 object.")
+        return S3Location(bucket, key)
+    if uri.startswith("file://"):
+        parsed = urlparse(uri)
+        if parsed.netloc not in ("", "localhost"):
+            raise ValidationFailed(f"Model data URL {uri} must name a file on this host.")
+        return Path(unquote(parsed.path))
+    if "://" in uri:
+        raise ValidationFailed(f"Model data URL {uri} is not supported: use s3://, file:// or a local path.")
+    if not uri:
+        raise ValidationFailed("Model data URL is empty.")
+    return Path(uri)
+
+
+def error_code(exc: Exception) -> str:
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def digest_of(*manifest: object) -> str:
+    return hashlib.sha256(json.dumps(manifest, separators=(",", ":")).encode()).hexdigest()
+
+
+def name_problem(segment: str) -> str | None:
+    """Why an object name segment cannot be a file name under /opt/ml/model, or None."""
+    if not segment.strip():
+        return "has an empty or blank path segment"
+    if segment in (".", ".."):
+        return f"has a {segment!r} path segment"
+    if "\x00" in segment:
+        return "has a NUL character in its name"
+    if len(segment.encode()) > 255:
+        return "has a path segment longer than 255 bytes"
+    return None
+
+
+def invalid_object(uri: str, key_uri: str, reason: str) -> ModelDataFailure:
+    return ModelDataFailure(
+        f'Invalid model data at URL "{uri}": the object "{key_uri}" {reason}. With CompressionType None '
+        "each object must map to a file path under /opt/ml/model.",
+        f"{key_uri}: {reason}",
+    )
