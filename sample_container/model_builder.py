@@ -200,9 +200,16 @@ def build_tiny_model(dest: Path, seed: int = 0) -> Path:
         image_encoder=None,
         **parts,
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # diffusers' notes about the missing safety checker
-        pipe.save_pretrained(dest, safe_serialization=True)
+    hf_logging = _lib("transformers").utils.logging
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # "Writing model shards" for a 300 kB file
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # diffusers' notes about the missing safety checker
+            pipe.save_pretrained(dest, safe_serialization=True)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     # save_pretrained rewrote the tokenizer's files (tokenizer.json and its config): keep vocab + merges.
     _write_tokenizer_sources(dest / "tokenizer")
     _prefix_text_model_keys(dest / "text_encoder" / "model.safetensors")

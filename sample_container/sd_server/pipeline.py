@@ -12,6 +12,7 @@ import importlib.util
 import io
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +65,13 @@ def load_pipeline(model_dir: Path, device: str | None = None) -> Any:
             "the model data must be a diffusers Stable Diffusion folder packed with model_index.json at the "
             "top of model.tar.gz (python3 -m sample_container.model_builder --from FOLDER --out model.tar.gz)"
         )
+    started = time.monotonic()
     device = device or pick_device()[0]
     dtype = dtype_for(device)
     diffusers = importlib.import_module("diffusers")
     diffusers.utils.logging.disable_progress_bar()
     importlib.import_module("transformers").utils.logging.disable_progress_bar()
+    imported = time.monotonic()
     pipe = diffusers.StableDiffusionPipeline.from_pretrained(
         model_dir,
         dtype=dtype,  # diffusers 0.42 deprecates torch_dtype
@@ -76,7 +79,15 @@ def load_pipeline(model_dir: Path, device: str | None = None) -> Any:
         # without accelerate diffusers would warn and fall back to False anyway
         low_cpu_mem_usage=importlib.util.find_spec("accelerate") is not None,
     )
+    read = time.monotonic()
     pipe = pipe.to(device)
+    log.info(
+        "imports %.2f s, from_pretrained %.2f s, to(%s) %.2f s",
+        imported - started,
+        read - imported,
+        device,
+        time.monotonic() - read,
+    )
     pipe.set_progress_bar_config(disable=True)
     if device == "cpu" and not os.environ.get("OMP_NUM_THREADS"):
         threads = cpu_threads_for(pipe)

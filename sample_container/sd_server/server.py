@@ -176,7 +176,13 @@ def _start_loading(
         state.load_seconds = seconds
         if error is None:
             state.pipe, state.status = pipe, "ready"
-            log.info("pipeline loaded from %s in %.2f s: /ping answers 200", model_dir, seconds)
+            log.info(
+                "pipeline loaded from %s in %.2f s on %s (%s): /ping answers 200",
+                model_dir,
+                seconds,
+                getattr(pipe, "device", "?"),
+                getattr(pipe, "dtype", "?"),
+            )
         else:
             state.error, state.status = f"{type(error).__name__}: {error}", "failed"
             log.error(
