@@ -60,8 +60,12 @@ def load_pipeline(model_dir: Path, device: str | None = None) -> Any:
         found = (
             sorted(p.name for p in model_dir.iterdir())[:10] if model_dir.is_dir() else "no such directory"
         )
+        nested = (
+            sorted(p.parent.name for p in model_dir.glob(f"*/{MODEL_INDEX}")) if model_dir.is_dir() else []
+        )
+        hint = f" ({nested[0]}/{MODEL_INDEX} is one level too deep)" if nested else ""
         raise ModelLoadError(
-            f"{model_dir} holds no {MODEL_INDEX} (found: {found}): "
+            f"{model_dir} holds no {MODEL_INDEX}{hint} (found: {found}): "
             "the model data must be a diffusers Stable Diffusion folder packed with model_index.json at the "
             "top of model.tar.gz (python3 -m sample_container.model_builder --from FOLDER --out model.tar.gz)"
         )

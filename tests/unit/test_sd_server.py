@@ -332,6 +332,15 @@ async def test_the_drain_is_bounded(model_dir: Path, pipe: Any) -> None:
             await (await asyncio.wait_for(in_flight, WAIT_S)).read()
 
 
+def test_a_folder_packed_one_level_too_deep_is_explained(tmp_path: Path) -> None:
+    from sample_container.sd_server.pipeline import ModelLoadError
+
+    (tmp_path / "sd-v1-5").mkdir()
+    (tmp_path / "sd-v1-5" / "model_index.json").write_text("{}")
+    with pytest.raises(ModelLoadError, match=r"sd-v1-5/model_index.json is one level too deep"):
+        load_pipeline(tmp_path, "cpu")
+
+
 async def test_serve_exits_1_when_the_model_cannot_load(tmp_path: Path) -> None:
     server = Server(tmp_path, host="127.0.0.1", port=0, device="cpu")
     await server.start()
