@@ -6,6 +6,7 @@ smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V
 smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--output F]
 smlocal ls | logs ENDPOINT | delete ENDPOINT | down
 smlocal check IMAGE [--check ID ...] [--json F] [--junit F]   the hosting-contract checks (contract_tests)
+smlocal demo [--out PNG] [--prompt TEXT] [--gpu] [--port P] [--keep]   the Stable Diffusion sample end to end
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -242,6 +244,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from emulator.demo import DemoOptions, run_demo
+
+    options = DemoOptions(
+        out=Path(args.out),
+        gpu=args.gpu,
+        port=args.port,
+        keep=args.keep,
+        state_dir=Path(args.state_dir),
+        build_dir=Path(args.build_dir),
+        steps=args.steps,
+        seed=args.seed,
+        width=args.size,
+        height=args.size,
+    )
+    return run_demo(options if args.prompt is None else replace(options, prompt=args.prompt))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="smlocal", description="Amazon SageMaker hosting, locally.")
     parser.add_argument("--version", action="version", version=f"smlocal {__version__}")
@@ -319,6 +339,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grace", type=float, default=10.0)
     p.add_argument("--state-dir", help="only the containers of the server of this state dir (default: all)")
     p.set_defaults(func=cmd_down)
+
+    p = sub.add_parser("demo", help="build the Stable Diffusion sample, deploy it, invoke it, write a PNG")
+    p.add_argument("--out", default="sd-demo.png", help="the PNG to write (default sd-demo.png)")
+    p.add_argument("--prompt", help="the prompt (default: a lighthouse on a cliff at sunset, oil painting)")
+    p.add_argument(
+        "--gpu", action="store_true", help="deploy on ml.g5.xlarge: the GPU, when the engine has one"
+    )
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="the server's port (0: any free port)")
+    p.add_argument("--keep", action="store_true", help="keep the endpoint and serve until Ctrl-C")
+    p.add_argument("--state-dir", default=".smlocal/demo", help="the server's state dir")
+    p.add_argument("--build-dir", default=".smlocal/build", help="wheelhouse, build context, model.tar.gz")
+    p.add_argument("--steps", type=int, default=4, help="inference steps (default 4)")
+    p.add_argument("--size", type=int, default=64, help="image width and height in pixels (default 64)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("check", help="check an image against SageMaker's hosting contract")
     check_arguments(p)

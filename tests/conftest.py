@@ -3,6 +3,7 @@
 pytest_plugins = [
     "tests.fixtures.docker_env",
     "tests.fixtures.s3server",
+    "tests.fixtures.sample",
     "tests.fixtures.smlocal_server",
     "tests.fixtures.twins",
 ]

@@ -1,0 +1,164 @@
+"""The Stable Diffusion sample image end to end: built from sample_container/, deployed through boto3,
+invoked; `smlocal check` on it; and `smlocal demo` as the README runs it.
+
+The image build reuses .smlocal/build (wheelhouse + layer cache), so a warm machine spends its time on
+the container starts (the pipeline loads in a few seconds), not on building.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator.cli import main as smlocal_main
+from emulator.config import ContractLimits
+from tests.fixtures.sample import BUILD_DIR
+from tests.fixtures.smlocal_server import Smlocal, error_of, start_smlocal
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Loading torch, diffusers and the tiny pipeline takes seconds; leave room for a loaded CI machine.
+LIMITS = ContractLimits(startup_timeout_s=120.0, invocation_timeout_s=60.0, stop_grace_s=10.0)
+REQUEST = {"prompt": "a red fox in the snow", "seed": 7, "height": 64, "width": 64, "num_inference_steps": 2}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+NAME = "sd-test"
+
+
+@pytest.fixture(scope="module")
+def sd(
+    tmp_path_factory: pytest.TempPathFactory, sample_image: str, sample_model_tar: Path
+) -> Iterator[Smlocal]:
+    """An smlocal server with the sample deployed as endpoint NAME (CPU instance type)."""
+    env = start_smlocal(tmp_path_factory.mktemp("smlocal-sd"), sample_image, limits=LIMITS)
+    try:
+        described = env.deploy(NAME, model_data=sample_model_tar.as_uri(), wait=False)
+        described = env.wait(NAME, timeout_s=LIMITS.startup_timeout_s + 30)
+        assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+        yield env
+    finally:
+        env.cleanup(NAME)
+        env.server.stop()
+
+
+def invoke(sd: Smlocal, body: dict[str, Any], accept: str = "image/png") -> tuple[bytes, str]:
+    response = sd.rt.invoke_endpoint(
+        EndpointName=NAME, Body=json.dumps(body).encode(), ContentType="application/json", Accept=accept
+    )
+    return response["Body"].read(), response["ContentType"]
+
+
+def test_png_is_valid_64x64_and_the_same_for_the_same_seed(sd: Smlocal) -> None:
+    from PIL import Image
+
+    first, content_type = invoke(sd, REQUEST)
+    assert content_type == "image/png"
+    assert first.startswith(PNG_MAGIC)
+    with Image.open(io.BytesIO(first)) as image:
+        image.verify()
+    with Image.open(io.BytesIO(first)) as image:
+        assert image.size == (64, 64)
+        assert image.format == "PNG"
+    second, _ = invoke(sd, REQUEST)
+    assert second == first
+    other, _ = invoke(sd, {**REQUEST, "seed": 8})
+    assert other != first
+
+
+def test_json_accept_gives_the_same_png_in_base64(sd: Smlocal) -> None:
+    png, _ = invoke(sd, REQUEST)
+    data, content_type = invoke(sd, REQUEST, accept="application/json")
+    assert content_type.startswith("application/json")
+    document = json.loads(data)
+    decoded = [
+        base64.b64decode(value)
+        for value in _strings(document)
+        if value.startswith(base64.b64encode(PNG_MAGIC[:6]).decode())
+    ]
+    assert decoded == [png], f"no base64 PNG equal to the image/png answer in {str(document)[:300]}"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"not json", json.dumps({**REQUEST, "num_inference_steps": "many"}).encode(), b'{"seed": 1}'],
+    ids=["not-json", "bad-steps", "no-prompt"],
+)
+def test_bad_input_is_a_model_error_with_the_containers_400(sd: Smlocal, body: bytes) -> None:
+    with pytest.raises(sd.rt.exceptions.ModelError) as raised:
+        sd.rt.invoke_endpoint(EndpointName=NAME, Body=body, ContentType="application/json")
+    code, status, _ = error_of(raised)
+    response = raised.value.response
+    assert (code, status) == ("ModelError", 424)
+    assert response["OriginalStatusCode"] == 400
+    reason = json.loads(response["OriginalMessage"])
+    assert isinstance(reason.get("error"), str) and reason["error"], reason
+
+
+def test_smlocal_check_passes_on_the_sample_image(
+    sample_image: str, sample_model_tar: Path, tmp_path: Path
+) -> None:
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(REQUEST))
+    report = tmp_path / "report.json"
+    status = smlocal_main(
+        [
+            "check",
+            sample_image,
+            "--model-data",
+            str(sample_model_tar),
+            "--payload",
+            str(payload),
+            "--startup-timeout",
+            "120",
+            "--stop-grace",
+            "15",
+            "--json",
+            str(report),
+        ]
+    )
+    rows = json.loads(report.read_text())
+    outcomes = {row["id"]: row["outcome"] for row in rows}
+    bad = {check_id: o for check_id, o in outcomes.items() if o not in ("passed", "skipped")}
+    assert not bad, json.dumps([r for r in rows if r["id"] in bad], indent=1)[:4000]
+    assert status == 0
+
+
+def test_smlocal_demo_writes_a_png(sample_image: str, tmp_path: Path) -> None:
+    out = tmp_path / "x.png"
+    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "COLUMNS": "160", "PYTHONPATH": pythonpath}
+    args = ["--out", str(out), "--port", "0", "--state-dir", str(tmp_path / "state")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "emulator.cli", "demo", *args, "--build-dir", str(BUILD_DIR)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=400,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert out.read_bytes().startswith(PNG_MAGIC)
+    assert str(out) in proc.stdout.replace("\n", "")
+    for timing in ("image build", "model build", "deploy -> InService", "per request"):
+        assert timing in proc.stdout
