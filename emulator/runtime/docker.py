@@ -302,6 +302,9 @@ class DockerRuntime:
         container = self._get(container_id)
         if container is None:
             return None
+        if timeout_s <= 0:  # the engine refuses a zero timeout: answer from the current state
+            state = container.attrs.get("State", {})
+            return None if state.get("Running") else int(state.get("ExitCode", -1))
         try:
             result = container.wait(timeout=timeout_s)
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):

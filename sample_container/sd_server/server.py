@@ -62,6 +62,10 @@ class ModelState:
     error: str | None = None
     load_seconds: float | None = None
     in_flight: int = 0
+    #: requests whose handler runs, from the end of their headers (a body may still be arriving)
+    active: int = 0
+    #: set while no request is active (the drain waits on it)
+    quiet: asyncio.Event = field(default_factory=asyncio.Event)
     #: the last /ping status logged (see QuietAccessLogger)
     last_ping_status: int | None = None
     #: set once loading has ended, either way (tests and the GPU check wait on it)
@@ -209,6 +213,22 @@ def _start_loading(
     threading.Thread(target=work, name="sd-load", daemon=True).start()
 
 
+@web.middleware
+async def _count_active(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    """Count every request from the end of its headers, so a drain waits for one whose body is still
+    arriving (aiohttp's own shutdown drops data that arrives after it starts)."""
+    state = request.app[STATE]
+    state.active += 1
+    state.quiet.clear()
+    try:
+        response: web.StreamResponse = await handler(request)
+        return response
+    finally:
+        state.active -= 1
+        if state.active == 0:
+            state.quiet.set()
+
+
 def make_app(
     model_dir: Path,
     device: str | None = None,
@@ -224,8 +244,9 @@ def make_app(
     `generate` are the pipeline module's functions unless a test replaces them (e.g. a loader that waits
     on an event, to observe /ping 503). `on_load_failure(reason)` runs on the loop when loading fails.
     """
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_count_active])
     app[STATE] = ModelState()
+    app[STATE].quiet.set()
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         _start_loading(app, Path(model_dir), device, loader, on_load_failure or (lambda reason: None))
@@ -271,7 +292,7 @@ class Server:
             on_load_failure=self._load_failed,
         )
         self.runner = web.AppRunner(
-            self.app, handle_signals=False, shutdown_timeout=drain_s, access_log_class=QuietAccessLogger
+            self.app, handle_signals=False, shutdown_timeout=0.1, access_log_class=QuietAccessLogger
         )
 
     @property
@@ -285,7 +306,7 @@ class Server:
 
     def request_stop(self, why: str = "stop requested") -> None:
         if not self.stopping.is_set():
-            log.info("%s: no new connections; draining %d request(s) in flight", why, self.state.in_flight)
+            log.info("%s: no new connections; draining %d active request(s)", why, self.state.active)
         self.stopping.set()
 
     async def start(self) -> int:
@@ -304,9 +325,17 @@ class Server:
         await self.stopping.wait()
         started = time.monotonic()
         for site in list(self.runner.sites):
-            await site.stop()
+            await site.stop()  # closes the listening socket; open connections keep working
         self.not_accepting.set()
-        await self.runner.cleanup()  # waits for the requests in flight, at most drain_s
+        # Drain here, not in runner.cleanup(): aiohttp's shutdown ignores data arriving after it
+        # starts, so a request whose body is still on its way would never complete.
+        try:
+            await asyncio.wait_for(self.state.quiet.wait(), timeout=self.drain_s)
+        except TimeoutError:
+            log.warning(
+                "%d request(s) still active after %.0f s: stopping anyway", self.state.active, self.drain_s
+            )
+        await self.runner.cleanup()
         log.info("stopped in %.2f s (exit %d)", time.monotonic() - started, self.exit_code)
         return self.exit_code
 

@@ -413,3 +413,37 @@ def test_the_serve_command_is_the_only_command() -> None:
         [sys.executable, "-m", "sd_server", "train"], env=env, capture_output=True, text=True, timeout=WAIT_S
     )
     assert done.returncode == 2 and "invalid choice: 'train'" in done.stderr
+
+
+async def test_a_request_whose_body_is_still_arriving_at_sigterm_is_answered(
+    model_dir: Path, pipe: Any
+) -> None:
+    """SageMaker's rule: a request in flight at SIGTERM that can finish in time gets its answer.
+    aiohttp's own shutdown drops data arriving after it starts, so the drain must come first."""
+    server = Server(model_dir, host="127.0.0.1", port=0, loader=loaded(pipe), drain_s=10.0)
+    await server.start()
+    await asyncio.wait_for(server.state.settled.wait(), WAIT_S)
+    body = json.dumps(SMALL).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    head = (
+        f"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    writer.write(head + body[:10])
+    await writer.drain()
+
+
+    async def handler_started() -> None:  # the request is in flight once its handler runs
+        while server.state.active == 0:
+            await asyncio.sleep(0.005)
+
+    await asyncio.wait_for(handler_started(), WAIT_S)
+    server.request_stop("SIGTERM")
+    drain = asyncio.create_task(server.wait_and_drain())
+    await asyncio.wait_for(server.not_accepting.wait(), WAIT_S)
+    writer.write(body[10:])
+    await writer.drain()
+    status_line = await asyncio.wait_for(reader.readline(), WAIT_S)
+    assert status_line.startswith(b"HTTP/1.1 200"), status_line
+    writer.close()
+    assert await asyncio.wait_for(drain, WAIT_S) == 0
