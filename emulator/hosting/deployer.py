@@ -144,6 +144,33 @@ class Deployer:
             for h in candidates
         )
 
+    def matching(self, plan: VariantPlan, candidates: Sequence[ContainerHandle]) -> list[ContainerHandle]:
+        """The candidates started from exactly this plan (image, environment, model data, port)."""
+        digest = plan.spec_digest(self._config.limits.container_port)
+        return [h for h in candidates if h.labels.get(labels.SPEC_DIGEST) == digest]
+
+    async def start_healthy(self, plan: VariantPlan, count: int) -> list[Instance]:
+        """Start `count` more instances of a running variant and wait until each is healthy;
+        on any failure (or cancellation) stop the ones started and raise."""
+        instances: list[Instance] = []
+
+        async def start_one() -> None:
+            instances.append(await self.start_instance(plan))
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(count):
+                    group.create_task(start_one())
+            async with asyncio.TaskGroup() as group:
+                for instance in instances:
+                    group.create_task(self.wait_healthy(plan, instance))
+        except BaseException as exc:
+            await asyncio.shield(self.stop_instances(instances))
+            if isinstance(exc, BaseExceptionGroup):
+                raise _first_error(exc) from None
+            raise
+        return instances
+
     async def wait_healthy(self, plan: VariantPlan, instance: Instance) -> None:
         variant = plan.variant
         deadline = float(variant.startup_health_check_timeout_s or self._config.limits.startup_timeout_s)
@@ -213,6 +240,7 @@ class Deployer:
             deployed_image=deployed,
             weight=plan.variant.initial_variant_weight,
             picker=InstancePicker(plan.variant.routing_strategy.value),
+            plan=plan,
         )
 
     async def stop_instances(self, instances: Sequence[Instance], grace_s: float | None = None) -> None:

@@ -8,12 +8,16 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from yarl import URL
 
 from emulator.model.resources import DeployedImage, ProductionVariant, VariantSummary
 from emulator.model.routing import InstancePicker, WeightedChoice
 from emulator.runtime.base import ContainerHandle
+
+if TYPE_CHECKING:
+    from emulator.hosting.deployer import VariantPlan
 
 
 def new_instance_id() -> str:
@@ -46,26 +50,49 @@ class VariantFleet:
     deployed_image: DeployedImage
     weight: float
     picker: InstancePicker
+    plan: VariantPlan | None = None
+    #: Set by UpdateEndpointWeightsAndCapacities at the call; None: as current / as configured.
+    desired_weight: float | None = None
+    desired_count: int | None = None
 
     def summary(self) -> VariantSummary:
         return VariantSummary(
             variant_name=self.variant.variant_name,
             current_weight=self.weight,
-            desired_weight=self.weight,
+            desired_weight=self.weight if self.desired_weight is None else self.desired_weight,
             current_instance_count=len(self.instances),
-            desired_instance_count=self.variant.initial_instance_count,
+            desired_instance_count=(
+                self.variant.initial_instance_count if self.desired_count is None else self.desired_count
+            ),
             deployed_images=(self.deployed_image,),
         )
 
+    def add(self, instances: Sequence[Instance]) -> None:
+        """Put instances into rotation (a new list: a request already routed keeps its choice)."""
+        self.instances = [*self.instances, *instances]
+
+    def remove(self, instances: Sequence[Instance]) -> None:
+        """Take instances out of rotation at once; their in-flight requests carry on."""
+        gone = {id(i) for i in instances}
+        self.instances = [i for i in self.instances if id(i) not in gone]
+
 
 class EndpointFleet:
-    """Routing over the variants of one serving endpoint. Built once; read on every request."""
+    """Routing over the variants of one serving endpoint. Read on every request; the weighted
+    choice is rebuilt (not edited) when weights change."""
 
     def __init__(self, variants: Sequence[VariantFleet]) -> None:
         self.variants = {v.variant.variant_name: v for v in variants}
-        self._choice = WeightedChoice(
-            [v.variant.variant_name for v in variants], [v.weight for v in variants]
-        )
+        self._choice = self._build_choice()
+
+    def _build_choice(self) -> WeightedChoice:
+        variants = list(self.variants.values())
+        return WeightedChoice([v.variant.variant_name for v in variants], [v.weight for v in variants])
+
+    def set_weights(self, weights: dict[str, float]) -> None:
+        for name, weight in weights.items():
+            self.variants[name].weight = weight
+        self._choice = self._build_choice()
 
     def choose(self, target_variant: str | None) -> VariantFleet | None:
         if target_variant is not None:

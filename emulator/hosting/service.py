@@ -32,7 +32,7 @@ from emulator.errors import (
 )
 from emulator.hosting import persistence
 from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
-from emulator.hosting.fleet import EndpointFleet, VariantFleet
+from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.invoker import ContainerReply, FaultContext, Invoker
 from emulator.model import messages
 from emulator.model.arns import Account
@@ -276,11 +276,128 @@ class HostingService:
         self._fault_contexts.pop(endpoint.name, None)
         self._spawn(endpoint.name, self._teardown(endpoint.name, fleet))
 
-    def _set_status(self, name: str, status: EndpointStatus, failure_reason: str | None = None) -> Endpoint:
+    # ------------------------------------------------------------------ updates
+
+    def _serving(self, name: str) -> tuple[Endpoint, EndpointFleet]:
+        """The endpoint and its fleet, if it may be updated now (InService)."""
+        endpoint = self.describe_endpoint(name)
+        fleet = self._fleets.get(endpoint.name)
+        if endpoint.status is not EndpointStatus.IN_SERVICE or fleet is None:
+            raise ResourceInProgress(messages.in_progress(endpoint.arn))
+        return endpoint, fleet
+
+    def update_endpoint_weights_and_capacities(
+        self, name: str, desired: tuple[tuple[str, float | None, int | None], ...]
+    ) -> Endpoint:
+        """Weights apply to routing at once; capacity changes run as a task (Updating -> InService)."""
+        endpoint, fleet = self._serving(name)
+        for variant_name, _, count in desired:
+            if variant_name not in fleet.variants:
+                raise ValidationFailed(messages.unknown_variant_update(variant_name, endpoint.name))
+            if count is not None and count < 1:  # [U]: smlocal keeps at least one instance
+                raise ValidationFailed(
+                    f"DesiredInstanceCount of variant {variant_name} must be at least 1 in smlocal."
+                )
+        for variant_name, weight, count in desired:
+            variant = fleet.variants[variant_name]
+            if weight is not None:
+                variant.desired_weight = weight
+            if count is not None:
+                variant.desired_count = count
+        updated = self._set_status(endpoint.name, EndpointStatus.UPDATING)
+        self._spawn(endpoint.name, self._apply_capacities(endpoint.name, fleet))
+        return updated
+
+    async def _apply_capacities(self, name: str, fleet: EndpointFleet) -> None:
+        weights = {
+            n: v.desired_weight
+            for n, v in fleet.variants.items()
+            if v.desired_weight is not None and v.desired_weight != v.weight
+        }
+        if weights:
+            fleet.set_weights(weights)
+            self.deployer.platform_log(name, f"weights now {weights}")
+        failure: str | None = None
+        try:
+            async with asyncio.TaskGroup() as group:
+                for variant in fleet.variants.values():
+                    group.create_task(self._scale(name, variant))
+        except BaseExceptionGroup as group_exc:
+            error = _first(group_exc)
+            if isinstance(error, asyncio.CancelledError):
+                raise error from None
+            failure = _reason(name, error)
+            self.deployer.platform_log(name, f"capacity update failed: {failure}")
+        self._set_status(name, EndpointStatus.IN_SERVICE, failure)
+
+    async def _scale(self, name: str, variant: VariantFleet) -> None:
+        target = variant.desired_count
+        current = len(variant.instances)
+        if target is None or target == current:
+            return
+        if target > current:
+            assert variant.plan is not None
+            self.deployer.platform_log(
+                name, f"{variant.variant.variant_name}: scaling out from {current} to {target} instance(s)"
+            )
+            new = await self.deployer.start_healthy(variant.plan, target - current)
+            variant.add(new)
+            return
+        victims = variant.instances[target:]
+        self.deployer.platform_log(
+            name, f"{variant.variant.variant_name}: scaling in from {current} to {target} instance(s)"
+        )
+        variant.remove(victims)
+        await self._retire(victims)
+
+    async def _retire(self, instances: list[Instance]) -> None:
+        """Instances already out of rotation: let their outstanding requests finish (bounded by the
+        stop grace period), then SIGTERM -> grace -> SIGKILL."""
+        deadline = asyncio.get_running_loop().time() + self.config.limits.stop_grace_s
+        while any(i.outstanding for i in instances) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)  # bounded polling: the count has no event of its own
+        await self.deployer.stop_instances(instances)
+
+    def update_endpoint(self, name: str, config_name: str) -> Endpoint:
+        """Blue/green, all at once: new fleet, healthy, swap routing, retire the old fleet."""
+        endpoint, _ = self._serving(name)
+        endpoint_config = self.describe_endpoint_config(config_name)
+        updated = self._set_status(endpoint.name, EndpointStatus.UPDATING)
+        self._spawn(endpoint.name, self._blue_green(endpoint.name, endpoint_config))
+        return updated
+
+    async def _blue_green(self, name: str, endpoint_config: EndpointConfig) -> None:
+        self.deployer.platform_log(name, f"updating to endpoint config {endpoint_config.name}")
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [
+                    group.create_task(self._launch(name, v, [])) for v in endpoint_config.production_variants
+                ]
+            fleets = [t.result() for t in tasks]
+        except BaseExceptionGroup as group_exc:
+            error = _first(group_exc)
+            if isinstance(error, asyncio.CancelledError):
+                raise error from None
+            reason = _reason(name, error)
+            # [U] SageMaker reports a failed update as InService (old fleet) with a FailureReason.
+            self.deployer.platform_log(name, f"update failed, old fleet keeps serving: {reason}")
+            self._set_status(name, EndpointStatus.IN_SERVICE, reason)
+            return
+        old = self._fleets.get(name)
+        self._fleets[name] = EndpointFleet(fleets)  # one assignment: the next request uses the new fleet
+        self.deployer.platform_log(name, "traffic shifted to the new fleet")
+        if old is not None:
+            await self._retire(old.all_instances())
+        self._set_status(name, EndpointStatus.IN_SERVICE, endpoint_config_name=endpoint_config.name)
+        self.deployer.platform_log(name, "endpoint InService (update complete)")
+
+    def _set_status(
+        self, name: str, status: EndpointStatus, failure_reason: str | None = None, **changes: Any
+    ) -> Endpoint:
         current = self.endpoints.get(name)
         assert current is not None
         updated = dataclasses.replace(
-            current, status=status, failure_reason=failure_reason, last_modified_time=self._clock()
+            current, status=status, failure_reason=failure_reason, last_modified_time=self._clock(), **changes
         )
         self.endpoints.put(updated)
         self._persist()
@@ -352,9 +469,7 @@ class HostingService:
         self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]
     ) -> VariantFleet:
         plan = await self._plan(endpoint_name, variant)
-        keep: list[ContainerHandle] = []
-        if self.deployer.adoptable(plan, adopt):
-            keep = adopt[: variant.initial_instance_count]
+        keep = self.deployer.matching(plan, adopt)[: variant.initial_instance_count]
         extra = [h for h in adopt if h not in keep]
         await asyncio.gather(
             *(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in extra)
@@ -391,6 +506,10 @@ class HostingService:
                 )
                 self._set_status(endpoint.name, EndpointStatus.FAILED, reason)
                 continue
+            # Containers of variants the config no longer has (e.g. a blue/green update interrupted by a
+            # restart: its new fleet) are not claimed, so they are removed below as orphans.
+            names = {v.variant_name for v in endpoint_config.production_variants}
+            mine = [h for h in mine if h.labels.get(labels.VARIANT) in names]
             claimed.update(h.id for h in mine)
             updated = self._set_status(endpoint.name, EndpointStatus.CREATING)
             self._spawn(
@@ -440,6 +559,13 @@ class HostingService:
         for instance, text in zip(live, texts, strict=True):
             streams[f"{instance.variant_name}/{instance.instance_id}"] = text
         return dict(sorted(streams.items()))
+
+
+def _reason(endpoint_name: str, error: BaseException) -> str:
+    if isinstance(error, DeploymentFailed | EngineError):
+        return error.message
+    log.exception("update of %s failed", endpoint_name, exc_info=error)
+    return f"Internal error: {error}"
 
 
 def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -28,6 +28,10 @@ def unknown_variant(variant: str, endpoint: str) -> str:  # [U]
     return f"Variant {variant} not found for endpoint {endpoint}."
 
 
+def unknown_variant_update(variant: str, endpoint: str) -> str:  # [U]
+    return f"The variant {variant} does not exist in endpoint {endpoint}."
+
+
 def image_not_found(image: str) -> str:  # [U]: SageMaker's own text names the role; we have none
     return (
         f"Requested image {image} not found. smlocal resolves images on the local Docker engine: "

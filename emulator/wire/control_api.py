@@ -108,6 +108,18 @@ async def delete_endpoint(svc: HostingService, p: Params) -> dict[str, Any]:
     return {}
 
 
+async def update_endpoint(svc: HostingService, p: Params) -> dict[str, Any]:
+    endpoint = svc.update_endpoint(**serialize.update_endpoint_input(p))
+    return {"EndpointArn": endpoint.arn}
+
+
+async def update_endpoint_weights_and_capacities(svc: HostingService, p: Params) -> dict[str, Any]:
+    endpoint = svc.update_endpoint_weights_and_capacities(
+        **serialize.update_endpoint_weights_and_capacities_input(p)
+    )
+    return {"EndpointArn": endpoint.arn}
+
+
 async def list_endpoints(svc: HostingService, p: Params) -> dict[str, Any]:
     items, token = list_page(
         list(svc.endpoints),
@@ -131,6 +143,8 @@ OPERATIONS: dict[str, Handler] = {
     "DescribeEndpoint": describe_endpoint,
     "DeleteEndpoint": delete_endpoint,
     "ListEndpoints": list_endpoints,
+    "UpdateEndpoint": update_endpoint,
+    "UpdateEndpointWeightsAndCapacities": update_endpoint_weights_and_capacities,
 }
 
 

@@ -145,6 +145,30 @@ def create_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def update_endpoint_weights_and_capacities_input(params: Mapping[str, Any]) -> dict[str, Any]:
+    desired: list[tuple[str, float | None, int | None]] = []
+    for d in params["DesiredWeightsAndCapacities"]:
+        if "ServerlessUpdateConfig" in d:
+            raise _unsupported("ServerlessUpdateConfig")
+        weight = d.get("DesiredWeight")
+        count = d.get("DesiredInstanceCount")
+        desired.append(
+            (
+                d["VariantName"],
+                None if weight is None else float(weight),
+                None if count is None else int(count),
+            )
+        )
+    return {"name": params["EndpointName"], "desired": tuple(desired)}
+
+
+def update_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
+    for feature in ("DeploymentConfig", "RetainAllVariantProperties", "ExcludeRetainedVariantProperties"):
+        if params.get(feature):
+            raise _unsupported(f"UpdateEndpoint {feature}")
+    return {"name": params["EndpointName"], "config_name": params["EndpointConfigName"]}
+
+
 # ---------------------------------------------------------------------------------------- output
 
 

@@ -1,0 +1,193 @@
+"""Fleet behaviour: weights and capacities, blue/green UpdateEndpoint, instance replacement."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of
+
+pytestmark = pytest.mark.docker
+
+
+def strict_runtime(smlocal: Smlocal) -> Any:
+    """A runtime client that never retries: every failure the server answers is counted."""
+    config = Config(retries={"mode": "standard", "max_attempts": 1})
+    return boto3.client("sagemaker-runtime", endpoint_url=smlocal.server.url, config=config, **CREDENTIALS)
+
+
+def settle(smlocal: Smlocal, name: str, timeout_s: float = 60.0) -> dict[str, Any]:
+    """Poll DescribeEndpoint until the endpoint is neither Creating nor Updating."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        described: dict[str, Any] = smlocal.sm.describe_endpoint(EndpointName=name)
+        if described["EndpointStatus"] not in ("Creating", "Updating") or time.monotonic() > deadline:
+            return described
+        time.sleep(0.05)
+
+
+class Client(threading.Thread):
+    """Invokes continuously (bounded) until stopped; records answers and failures."""
+
+    def __init__(self, smlocal: Smlocal, name: str, attrs: str, limit: int = 5000) -> None:
+        super().__init__(daemon=True)
+        self.rt = strict_runtime(smlocal)
+        self.name_ = name
+        self.attrs = attrs
+        self.limit = limit
+        self.stop = threading.Event()
+        self.answers: list[str] = []
+        self.failures: list[str] = []
+
+    def run(self) -> None:
+        for _ in range(self.limit):
+            if self.stop.is_set():
+                return
+            try:
+                reply = self.rt.invoke_endpoint(
+                    EndpointName=self.name_, Body=b"x", CustomAttributes=self.attrs
+                )
+                self.answers.append(reply["Body"].read().decode().strip())
+            except Exception as exc:  # noqa: BLE001 - every failure is what the test counts
+                self.failures.append(repr(exc))
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.join(timeout=30)
+
+
+def two_variants(smlocal: Smlocal, name: str) -> None:
+    smlocal.sm.create_model(ModelName=name, PrimaryContainer={"Image": smlocal.image})
+    variants = [
+        {"VariantName": v, "ModelName": name, "InitialInstanceCount": 1, "InstanceType": "ml.m5.large"}
+        for v in ("A", "B")
+    ]
+    smlocal.sm.create_endpoint_config(EndpointConfigName=name, ProductionVariants=variants)
+    smlocal.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    assert settle(smlocal, name)["EndpointStatus"] == "InService"
+
+
+def variant(described: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(v for v in described["ProductionVariants"] if v["VariantName"] == name)
+
+
+def test_weights_route_traffic(smlocal: Smlocal) -> None:
+    two_variants(smlocal, "Weights")
+    try:
+        smlocal.sm.update_endpoint_weights_and_capacities(
+            EndpointName="Weights",
+            DesiredWeightsAndCapacities=[
+                {"VariantName": "A", "DesiredWeight": 3.0},
+                {"VariantName": "B", "DesiredWeight": 1.0},
+            ],
+        )
+        described = settle(smlocal, "Weights")
+        assert described["EndpointStatus"] == "InService"
+        assert "FailureReason" not in described
+        assert variant(described, "A")["CurrentWeight"] == 3.0
+        assert variant(described, "A")["DesiredWeight"] == 3.0
+        assert variant(described, "B")["CurrentWeight"] == 1.0
+        counts: Counter[str] = Counter()
+        n = 400
+        for _ in range(n):
+            counts[
+                smlocal.rt.invoke_endpoint(EndpointName="Weights", Body=b"x")["InvokedProductionVariant"]
+            ] += 1
+        # Expected share of A: 0.75, sd ~0.022 at n=400; 0.1 is over 4.5 sd.
+        assert abs(counts["A"] / n - 0.75) < 0.1, counts
+        smlocal.sm.update_endpoint_weights_and_capacities(
+            EndpointName="Weights", DesiredWeightsAndCapacities=[{"VariantName": "A", "DesiredWeight": 0.0}]
+        )
+        assert settle(smlocal, "Weights")["EndpointStatus"] == "InService"
+        served = {
+            smlocal.rt.invoke_endpoint(EndpointName="Weights", Body=b"x")["InvokedProductionVariant"]
+            for _ in range(50)
+        }
+        assert served == {"B"}
+    finally:
+        smlocal.cleanup("Weights")
+
+
+def test_update_refusals(smlocal: Smlocal) -> None:
+    smlocal.deploy("Refusals")
+    try:
+        arn = smlocal.sm.describe_endpoint(EndpointName="Refusals")["EndpointArn"]
+        with pytest.raises(smlocal.sm.exceptions.ClientError) as unknown:
+            smlocal.sm.update_endpoint_weights_and_capacities(
+                EndpointName="Refusals",
+                DesiredWeightsAndCapacities=[{"VariantName": "Nope", "DesiredWeight": 1.0}],
+            )
+        assert error_of(unknown) == (
+            "ValidationException",
+            400,
+            "The variant Nope does not exist in endpoint Refusals.",
+        )
+        with pytest.raises(smlocal.sm.exceptions.ClientError) as missing:
+            smlocal.sm.update_endpoint(EndpointName="Refusals", EndpointConfigName="NoSuchConfig")
+        assert "Could not find endpoint configuration" in error_of(missing)[2]
+        smlocal.sm.update_endpoint_weights_and_capacities(
+            EndpointName="Refusals",
+            DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": 2}],
+        )
+        described = smlocal.sm.describe_endpoint(EndpointName="Refusals")
+        assert described["EndpointStatus"] == "Updating"
+        assert described["ProductionVariants"][0]["DesiredInstanceCount"] == 2
+        assert described["ProductionVariants"][0]["CurrentInstanceCount"] == 1
+        for call in (
+            lambda: smlocal.sm.update_endpoint(EndpointName="Refusals", EndpointConfigName="Refusals"),
+            lambda: smlocal.sm.update_endpoint_weights_and_capacities(
+                EndpointName="Refusals",
+                DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredWeight": 2.0}],
+            ),
+        ):
+            with pytest.raises(smlocal.sm.exceptions.ClientError) as busy:
+                call()
+            assert error_of(busy) == (
+                "ValidationException",
+                400,
+                f'Cannot update in-progress endpoint "{arn}".',
+            )
+        assert settle(smlocal, "Refusals")["ProductionVariants"][0]["CurrentInstanceCount"] == 2
+    finally:
+        smlocal.cleanup("Refusals")
+
+
+def test_scale_out_and_in_without_failures(smlocal: Smlocal) -> None:
+    smlocal.deploy("Scale")
+    client = Client(smlocal, "Scale", "env=HOSTNAME")
+    client.start()
+    try:
+        smlocal.sm.update_endpoint_weights_and_capacities(
+            EndpointName="Scale",
+            DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": 2}],
+        )
+        described = settle(smlocal, "Scale")
+        assert described["EndpointStatus"] == "InService", described
+        assert described["ProductionVariants"][0]["CurrentInstanceCount"] == 2
+        rt = strict_runtime(smlocal)
+        hosts = {
+            rt.invoke_endpoint(EndpointName="Scale", Body=b"x", CustomAttributes="env=HOSTNAME")[
+                "Body"
+            ].read()
+            for _ in range(20)
+        }
+        assert len(hosts) == 2, hosts
+        smlocal.sm.update_endpoint_weights_and_capacities(
+            EndpointName="Scale",
+            DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": 1}],
+        )
+        described = settle(smlocal, "Scale")
+        assert described["EndpointStatus"] == "InService"
+        assert described["ProductionVariants"][0]["CurrentInstanceCount"] == 1
+        assert described["ProductionVariants"][0]["DesiredInstanceCount"] == 1
+    finally:
+        client.finish()
+        smlocal.cleanup("Scale")
+    assert client.failures == []
+    assert len(set(client.answers)) >= 2
