@@ -52,6 +52,17 @@ def test_dockerd_dying_early_reports_its_log(no_engine: Path, monkeypatch: pytes
 def test_timeout_reports_the_log_tail(no_engine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "_is_debian_root", lambda: True)
     (no_engine / "dockerd.log").write_text("still thinking\n")
-    monkeypatch.setattr(engine, "_start_dockerd", lambda log: subprocess.Popen(["sleep", "5"]))
-    with pytest.raises(SetupError, match="(?s)did not answer within 0 s.*still thinking"):
-        engine.ensure_engine(log=lambda _: None, timeout_s=0.3)
+    started: list[subprocess.Popen[bytes]] = []
+
+    def fake_dockerd(log: object) -> subprocess.Popen[bytes]:
+        started.append(subprocess.Popen(["sleep", "5"]))
+        return started[-1]
+
+    monkeypatch.setattr(engine, "_start_dockerd", fake_dockerd)
+    try:
+        with pytest.raises(SetupError, match="(?s)did not answer within 0 s.*still thinking"):
+            engine.ensure_engine(log=lambda _: None, timeout_s=0.3)
+    finally:
+        for proc in started:  # the stand-in dockerd: stopped and reaped, no ResourceWarning
+            proc.kill()
+            proc.wait()
