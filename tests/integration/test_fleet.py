@@ -5,13 +5,17 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import boto3
+import docker
 import pytest
 from botocore.config import Config
 
-from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of
+from emulator.runtime import labels
+from emulator.runtime.labels import owner_id
+from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
 
 pytestmark = pytest.mark.docker
 
@@ -191,3 +195,141 @@ def test_scale_out_and_in_without_failures(smlocal: Smlocal) -> None:
         smlocal.cleanup("Scale")
     assert client.failures == []
     assert len(set(client.answers)) >= 2
+
+
+def model_and_config(smlocal: Smlocal, name: str, env: dict[str, str]) -> None:
+    smlocal.sm.create_model(ModelName=name, PrimaryContainer={"Image": smlocal.image, "Environment": env})
+    smlocal.sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
+
+
+def drop(smlocal: Smlocal, name: str) -> None:
+    for call, key in (
+        (smlocal.sm.delete_endpoint_config, "EndpointConfigName"),
+        (smlocal.sm.delete_model, "ModelName"),
+    ):
+        try:
+            call(**{key: name})
+        except smlocal.sm.exceptions.ClientError:
+            pass
+
+
+def endpoint_containers(smlocal: Smlocal, name: str) -> list[Any]:
+    """Running containers of one endpoint of this test's server (never another server's)."""
+    wanted = [f"{labels.ENDPOINT}={name}", f"{labels.OWNER}={owner_id(smlocal.state_dir)}"]
+    return list(docker.from_env().containers.list(filters={"label": wanted}))
+
+
+def test_blue_green_update_without_failed_requests(smlocal: Smlocal) -> None:
+    smlocal.deploy("BlueGreen", env={"NAME": "blue"})
+    model_and_config(smlocal, "BlueGreen-green", {"NAME": "green"})
+    client = Client(smlocal, "BlueGreen", "env=NAME")
+    client.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not client.answers and time.monotonic() < deadline:
+            time.sleep(0.01)
+        smlocal.sm.update_endpoint(EndpointName="BlueGreen", EndpointConfigName="BlueGreen-green")
+        assert smlocal.sm.describe_endpoint(EndpointName="BlueGreen")["EndpointStatus"] == "Updating"
+        described = settle(smlocal, "BlueGreen")
+        assert described["EndpointStatus"] == "InService", described
+        assert described["EndpointConfigName"] == "BlueGreen-green"
+        assert "FailureReason" not in described
+        seen = len(client.answers)
+        deadline = time.monotonic() + 10
+        while len(client.answers) < seen + 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        client.finish()
+        smlocal.cleanup("BlueGreen")
+        drop(smlocal, "BlueGreen-green")
+    assert client.failures == []
+    assert client.answers[0] == "blue"
+    assert client.answers[-1] == "green"
+    assert "blue" not in client.answers[client.answers.index("green") :]  # one atomic switch
+    print(f"blue/green: {len(client.answers)} requests, {len(client.failures)} failed")
+
+
+def test_failed_update_keeps_the_old_fleet(smlocal: Smlocal) -> None:
+    smlocal.deploy("BadUpdate", env={"NAME": "old"})
+    model_and_config(smlocal, "BadUpdate-new", {"EXIT_AT_START": "3"})
+    try:
+        smlocal.sm.update_endpoint(EndpointName="BadUpdate", EndpointConfigName="BadUpdate-new")
+        described = settle(smlocal, "BadUpdate")
+        assert described["EndpointStatus"] == "InService"
+        assert described["EndpointConfigName"] == "BadUpdate"
+        assert described["FailureReason"].startswith("CannotStartContainerError.")
+        reply = smlocal.rt.invoke_endpoint(EndpointName="BadUpdate", Body=b"x", CustomAttributes="env=NAME")
+        assert reply["Body"].read() == b"old"
+        assert len(endpoint_containers(smlocal, "BadUpdate")) == 1  # the new fleet's container is gone
+    finally:
+        smlocal.cleanup("BadUpdate")
+        drop(smlocal, "BadUpdate-new")
+
+
+def test_restart_mid_update_leaves_no_orphans(tmp_path: Path, echo_image: str, aws_credentials: None) -> None:
+    engine = docker.from_env()
+    crashed = start_smlocal(tmp_path, echo_image, stop_containers=False)
+    try:
+        crashed.deploy("Mid", env={"NAME": "old"})
+        old = [c.id for c in endpoint_containers(crashed, "Mid")]
+        crashed.sm.create_model(
+            ModelName="Mid-new",
+            PrimaryContainer={"Image": echo_image, "Environment": {"NAME": "new", "LISTEN_DELAY_S": "30"}},
+        )
+        crashed.sm.create_endpoint_config(
+            EndpointConfigName="Mid-new",
+            ProductionVariants=[
+                {
+                    "VariantName": "Green",
+                    "ModelName": "Mid-new",
+                    "InitialInstanceCount": 1,
+                    "InstanceType": "ml.m5.large",
+                }
+            ],
+        )
+        crashed.sm.update_endpoint(EndpointName="Mid", EndpointConfigName="Mid-new")
+        deadline = time.monotonic() + 20
+        while len(endpoint_containers(crashed, "Mid")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(endpoint_containers(crashed, "Mid")) == 2
+    finally:
+        crashed.server.stop()
+    # What a killed server leaves behind: the new fleet's container, still running.
+    leftover = engine.containers.run(
+        echo_image,
+        ["serve"],
+        detach=True,
+        labels={
+            labels.MANAGED: "true",
+            labels.OWNER: owner_id(tmp_path),
+            labels.ENDPOINT: "Mid",
+            labels.VARIANT: "Green",
+        },
+    )
+    restarted = start_smlocal(tmp_path, echo_image)
+    try:
+        described = restarted.wait("Mid")
+        assert described["EndpointStatus"] == "InService"
+        assert described["EndpointConfigName"] == "Mid"
+        assert [c.id for c in endpoint_containers(restarted, "Mid")] == old  # adopted; the rest removed
+        reply = restarted.rt.invoke_endpoint(EndpointName="Mid", Body=b"x", CustomAttributes="env=NAME")
+        assert reply["Body"].read() == b"old"
+        restarted.cleanup("Mid")
+        drop(restarted, "Mid-new")
+    finally:
+        restarted.server.stop()
+        try:
+            leftover.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+    engine.close()
