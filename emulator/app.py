@@ -12,7 +12,9 @@ from aiohttp import web
 
 from emulator.config import ServerConfig
 from emulator.hosting.artifacts import ArtifactStore
+from emulator.hosting.metrics import InstanceRef, Metrics, Sampler
 from emulator.hosting.service import HostingService
+from emulator.runtime import labels
 from emulator.runtime.base import ContainerRuntime
 from emulator.runtime.docker import DockerRuntime
 from emulator.wire import admin_api, control_api, runtime_api
@@ -20,6 +22,58 @@ from emulator.wire.errors import unknown_target
 
 SERVICE = web.AppKey("hosting_service", HostingService)
 CONFIG = web.AppKey("config", ServerConfig)
+METRICS = web.AppKey("metrics", Metrics)
+
+
+def _instance_count(service: HostingService, endpoint: str, variant: str) -> int:
+    """A variant's live instance count when metrics first see it (then the sampler keeps it current)."""
+    try:
+        described = service.describe_endpoint(endpoint)
+    except Exception:  # noqa: BLE001 - gone meanwhile
+        return 1
+    return next(
+        (v.current_instance_count for v in described.production_variants if v.variant_name == variant), 1
+    )
+
+
+def _sampler(
+    metrics: Metrics, service: HostingService, rt: ContainerRuntime, config: ServerConfig
+) -> Sampler:
+    """CPU/memory sampling over the engine's view of this server's endpoint containers (by label)."""
+    selector = {
+        labels.MANAGED: "true",
+        labels.OWNER: labels.owner_id(config.state_dir),
+        labels.ROLE: "endpoint",
+    }
+
+    def instances() -> list[InstanceRef]:
+        return [
+            InstanceRef(
+                h.labels.get(labels.ENDPOINT, ""),
+                h.labels.get(labels.VARIANT, ""),
+                h.labels.get(labels.INSTANCE, ""),
+                h.id,
+                h.host_port,
+            )
+            for h in rt.list(selector)
+        ]
+
+    def stats(container_id: str) -> tuple[float | None, float | None] | None:
+        sample = rt.stats(container_id)
+        return None if sample is None else (sample.cpu_percent, sample.memory_percent)
+
+    async def counts() -> dict[tuple[str, str], int]:
+        found: dict[tuple[str, str], int] = {}
+        for endpoint in list(service.endpoints):
+            try:
+                described = service.describe_endpoint(endpoint.name)
+            except Exception:  # noqa: BLE001 - deleted meanwhile
+                continue
+            for v in described.production_variants:
+                found[(endpoint.name, v.variant_name)] = v.current_instance_count
+        return found
+
+    return Sampler(metrics, instances, stats, counts, config.metrics_period_s)
 
 
 def _s3_factory(config: ServerConfig) -> Callable[[], Any]:
@@ -40,6 +94,8 @@ def build_app(
     # cap only has to stay above it.
     app = web.Application(client_max_size=config.limits.max_request_bytes + 1)
     app[CONFIG] = config
+    metrics = app[METRICS] = Metrics(period_s=config.metrics_period_s)
+    hooks = runtime_api.MetricHooks(metrics)
 
     async def hosting(app: web.Application) -> AsyncIterator[None]:
         config.state_dir.mkdir(parents=True, exist_ok=True)
@@ -48,7 +104,11 @@ def build_app(
         service = HostingService(config, rt, artifacts)
         app[SERVICE] = service
         await service.start()
+        metrics.instance_count = functools.partial(_instance_count, service)
+        hooks.sampler = _sampler(metrics, service, rt, config)
+        hooks.sampler.start()
         yield
+        await hooks.sampler.close()
         await service.close(stop_containers=stop_containers_on_exit)
 
     app.cleanup_ctx.append(hosting)
@@ -72,7 +132,7 @@ def build_app(
         return unknown_target(f"{request.method} {request.path}", str(uuid.uuid4()))
 
     app.router.add_post("/", json_rpc)
-    app.router.add_post("/endpoints/{name}/invocations", bind(runtime_api.invoke_endpoint))
+    app.router.add_post("/endpoints/{name}/invocations", bind(runtime_api.invoke_endpoint, hooks))
     app.router.add_post(
         "/endpoints/{name}/async-invocations", bind(runtime_api.not_implemented, "InvokeEndpointAsync")
     )
@@ -82,6 +142,8 @@ def build_app(
     )
     app.router.add_get("/_smlocal/health", bind(admin_api.health))
     app.router.add_get("/_smlocal/endpoints/{name}/logs", bind(admin_api.endpoint_logs))
+    app.router.add_get("/_smlocal/endpoints/{name}/metrics", bind(admin_api.endpoint_metrics, metrics))
+    app.router.add_get("/metrics", bind(admin_api.prometheus, metrics))
     app.router.add_post("/_smlocal/shutdown", bind(admin_api.shutdown))
     app.router.add_route("*", "/{tail:.*}", fallback)
     return app

@@ -4,7 +4,8 @@ smlocal setup                      start a Docker engine (installing Debian's wh
 smlocal serve                      serve SageMaker's control plane and runtime on one port
 smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V ...]
 smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--output F]
-smlocal ls | logs ENDPOINT | delete ENDPOINT | down
+smlocal ls | logs ENDPOINT [--variant V] [--instance I] [--follow] | metrics ENDPOINT [--json]
+smlocal delete ENDPOINT | down
 smlocal check IMAGE [--check ID ...] [--json F] [--junit F]   the hosting-contract checks (contract_tests)
 smlocal demo [--out PNG] [--prompt TEXT] [--gpu] [--port P] [--keep]   the Stable Diffusion sample end to end
 """
@@ -182,13 +183,74 @@ def cmd_logs(args: argparse.Namespace) -> int:
     params = {k: v for k, v in (("variant", args.variant), ("instance", args.instance)) if v}
     if args.tail:
         params["tail"] = str(args.tail)
-    resp = httpx.get(
-        f"{_endpoint_url(args)}/_smlocal/endpoints/{args.endpoint}/logs", params=params, timeout=30
-    )
+    url = f"{_endpoint_url(args)}/_smlocal/endpoints/{args.endpoint}/logs"
+    if args.follow:
+        params["follow"] = "1"
+        try:
+            with httpx.stream("GET", url, params=params, timeout=httpx.Timeout(30, read=None)) as stream:
+                if stream.status_code != 200:
+                    stream.read()
+                    print(stream.json().get("message", stream.text), file=sys.stderr)
+                    return 1
+                for chunk in stream.iter_text():
+                    sys.stdout.write(chunk)
+                    sys.stdout.flush()
+        except KeyboardInterrupt:
+            return 0
+        return 0
+    resp = httpx.get(url, params=params, timeout=30)
     if resp.status_code != 200:
         print(resp.json().get("message", resp.text), file=sys.stderr)
         return 1
     sys.stdout.write(resp.text)
+    return 0
+
+
+_METRIC_COLUMNS = (
+    ("Invocations", "Sum", "invocations"),
+    ("InvocationsPerInstance", "Sum", "per instance"),
+    ("Invocation4XXErrors", "Sum", "4xx"),
+    ("Invocation5XXErrors", "Sum", "5xx"),
+    ("InvocationModelErrors", "Sum", "model errors"),
+    ("ModelLatency", "Average", "model us avg"),
+    ("ModelLatency", "Maximum", "model us max"),
+    ("OverheadLatency", "Average", "overhead us avg"),
+    ("CPUUtilization", "Average", "CPU %"),
+    ("MemoryUtilization", "Average", "memory %"),
+)
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    import json
+
+    import httpx
+    from rich.console import Console
+    from rich.table import Table
+
+    resp = httpx.get(f"{_endpoint_url(args)}/_smlocal/endpoints/{args.endpoint}/metrics", timeout=30)
+    if resp.status_code != 200:
+        print(resp.json().get("message", resp.text), file=sys.stderr)
+        return 1
+    report = resp.json()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    table = Table(
+        "period (UTC)",
+        "variant",
+        *(title for _, _, title in _METRIC_COLUMNS),
+        title=f"{args.endpoint}: {report['PeriodSeconds']:g} s periods",
+    )
+    for period in report["Periods"]:
+        cells = []
+        for metric, stat, _ in _METRIC_COLUMNS:
+            value = period["Metrics"].get(metric, {}).get(stat)
+            cells.append("" if value is None else f"{value:,.2f}".rstrip("0").rstrip("."))
+        stamp = period["Timestamp"] + ("" if period["Complete"] else " *")
+        table.add_row(stamp, period["VariantName"], *cells)
+    Console().print(table)
+    if any(not p["Complete"] for p in report["Periods"]):
+        print("* period still in progress")
     return 0
 
 
@@ -328,7 +390,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant")
     p.add_argument("--instance")
     p.add_argument("--tail", type=int)
+    p.add_argument("--follow", "-f", action="store_true", help="stream new lines until Ctrl-C")
     p.set_defaults(func=cmd_logs)
+
+    p = client_cmd("metrics", "an endpoint's SageMaker metrics by period (CloudWatch's names)")
+    p.add_argument("endpoint")
+    p.add_argument("--json", action="store_true", help="print the JSON report")
+    p.set_defaults(func=cmd_metrics)
 
     p = client_cmd("delete", "delete an endpoint (and, unless told otherwise, its config and models)")
     p.add_argument("endpoint")

@@ -59,6 +59,8 @@ class ServerConfig:
     s3_endpoint_url: str | None = None
     #: Ask the engine for GPUs for ml.g*/ml.p* instance types (falls back with a warning).
     gpu_instance_prefixes: tuple[str, ...] = ("ml.g", "ml.p", "local_gpu")
+    #: Length of a metrics period (CloudWatch's is one minute); CPU and memory are sampled once per period.
+    metrics_period_s: float = 60.0
 
     @property
     def artifacts_dir(self) -> Path:

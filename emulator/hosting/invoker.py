@@ -7,7 +7,9 @@ boto3 would retry. The client session is shared by all instances; connections ar
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import aiohttp
@@ -40,6 +42,13 @@ class ContainerReply:
     body: bytes
     content_type: str | None
     passed_back: Mapping[str, str]
+    #: Seconds the container call took (SageMaker's ModelLatency).
+    elapsed_s: float = 0.0
+
+
+#: (instance URL, seconds) of the last container call of the current task, set whether it succeeded
+#: or raised a ModelFault: the runtime handler reads it for ModelLatency and to attribute a fault.
+LAST_CALL: ContextVar[tuple[URL, float] | None] = ContextVar("smlocal_last_call", default=None)
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,7 @@ class Invoker:
         self, url: URL, body: bytes, headers: CIMultiDict[str], context: FaultContext
     ) -> ContainerReply:
         """POST the body to the container's /invocations URL (a prebuilt URL: no parsing per request)."""
+        started = time.perf_counter()
         try:
             async with self.session.post(url, data=body, headers=headers, timeout=self._timeout) as resp:
                 if resp.content_length is not None and resp.content_length > self._max_response:
@@ -100,14 +110,21 @@ class Invoker:
                 content_type = resp.headers.get("Content-Type")
                 passed_back = {name: resp.headers[name] for name in PASSED_BACK if name in resp.headers}
         except TimeoutError as exc:
+            LAST_CALL.set((url, time.perf_counter() - started))
             raise context.fault(ModelTimeout, 0, messages.invocation_timed_out()) from exc
         except aiohttp.ClientError as exc:
+            LAST_CALL.set((url, time.perf_counter() - started))
             reason = str(exc) or type(exc).__name__
             raise context.fault(ModelUnreachable, 0, messages.container_unreachable(reason)) from exc
+        except ModelFault:
+            LAST_CALL.set((url, time.perf_counter() - started))
+            raise
+        elapsed = time.perf_counter() - started
+        LAST_CALL.set((url, elapsed))
         if not 200 <= status < 300:
             original = data.decode("utf-8", errors="replace")
             raise context.fault(ModelErrorResponse, status, original)
-        return ContainerReply(status, data, content_type, passed_back)
+        return ContainerReply(status, data, content_type, passed_back, elapsed)
 
     async def _read_capped(self, resp: aiohttp.ClientResponse, context: FaultContext) -> bytes:
         """Read a body of unknown length (chunked), failing as soon as it passes the cap."""

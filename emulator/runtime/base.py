@@ -57,6 +57,16 @@ class ContainerState:
 
 
 @dataclass(frozen=True)
+class ContainerStats:
+    """One sample of a running container's use of the host (SageMaker's instance metrics, §10.2)."""
+
+    #: Percent of one core, summed over cores (0-100 x cores); None until two samples exist.
+    cpu_percent: float | None
+    #: Memory in use (page cache excluded, as `docker stats`) over the container's limit, percent.
+    memory_percent: float | None
+
+
+@dataclass(frozen=True)
 class ResolvedImage:
     """What an image name resolved to locally (DescribeEndpoint's DeployedImages)."""
 
@@ -94,6 +104,9 @@ class ContainerRuntime(Protocol):
 
     def follow_logs(self, container_id: str, since: int | None = None) -> Iterator[bytes]:
         """Yield stdout/stderr chunks (from `since`, epoch seconds, or the start) until it exits."""
+
+    def stats(self, container_id: str) -> ContainerStats | None:
+        """One cheap sample (the engine's one-shot stats); None when the container is not running."""
 
     def stop(self, container_id: str, grace_s: float) -> ContainerState:
         """SIGTERM, then SIGKILL after grace_s; returns the final state. Never raises if gone."""

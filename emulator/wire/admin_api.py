@@ -5,23 +5,29 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
+from collections.abc import Iterator
 
 from aiohttp import web
 
 from emulator import __version__
+from emulator.hosting.metrics import Metrics
 from emulator.hosting.service import HostingService
+from emulator.runtime import labels
 
 
 async def health(request: web.Request, svc: HostingService) -> web.Response:
     return web.json_response({"status": "ok", "version": __version__, "endpoints": len(svc.endpoints)})
 
 
-async def endpoint_logs(request: web.Request, svc: HostingService) -> web.Response:
+async def endpoint_logs(request: web.Request, svc: HostingService) -> web.StreamResponse:
     """Every stream of an endpoint, each line prefixed by `variant/instance-id` (CloudWatch's stream name)."""
     name = request.match_info["name"]
     variant = request.query.get("variant")
     instance = request.query.get("instance")
     tail = int(request.query.get("tail", "0"))
+    if request.query.get("follow", "") in ("1", "true"):
+        return await _follow_logs(request, svc, name, variant, instance)
     streams = await svc.endpoint_logs(name)
     if not streams:
         return web.json_response({"message": f"No logs for endpoint {name}."}, status=404)
@@ -39,7 +45,115 @@ async def endpoint_logs(request: web.Request, svc: HostingService) -> web.Respon
     return web.Response(text="\n".join(out) + ("\n" if out else ""), content_type="text/plain")
 
 
+_FOLLOW_END = object()
+_DISCONNECT_CHECK_S = 1.0
+
+
+async def _follow_logs(
+    request: web.Request, svc: HostingService, name: str, variant: str | None, instance: str | None
+) -> web.StreamResponse:
+    """Stream the live containers' logs (history, then new lines) until the client goes away.
+
+    The containers are found by label through the engine (this server's endpoint containers); one
+    thread per container reads the engine's follow stream and hands whole lines to the event loop.
+    """
+    selector = {
+        labels.MANAGED: "true",
+        labels.OWNER: labels.owner_id(svc.config.state_dir),
+        labels.ROLE: "endpoint",
+        labels.ENDPOINT: name,
+    }
+    if variant:
+        selector[labels.VARIANT] = variant
+    if instance:
+        selector[labels.INSTANCE] = instance
+    handles = await asyncio.to_thread(svc.runtime.list, selector)
+    if not handles:
+        return web.json_response({"message": f"No running containers for endpoint {name}."}, status=404)
+    response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
+    await response.prepare(request)
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    streams: list[Iterator[bytes]] = []
+    stopping = threading.Event()
+
+    def pump(container_id: str, stream_name: str) -> None:
+        pending = b""
+        try:
+            stream = svc.runtime.follow_logs(container_id)
+            streams.append(stream)
+            for chunk in stream:
+                if stopping.is_set():
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    text = f"{stream_name} {line.decode('utf-8', errors='replace')}\n"
+                    loop.call_soon_threadsafe(queue.put_nowait, text)
+        except Exception:  # noqa: BLE001 - the stream ends when the container or the engine goes away
+            pass
+        finally:
+            if pending and not stopping.is_set():
+                text = f"{stream_name} {pending.decode('utf-8', errors='replace')}\n"
+                loop.call_soon_threadsafe(queue.put_nowait, text)
+            if not stopping.is_set():
+                loop.call_soon_threadsafe(queue.put_nowait, _FOLLOW_END)
+
+    threads = [
+        threading.Thread(
+            target=pump,
+            args=(h.id, f"{h.labels.get(labels.VARIANT, '')}/{h.labels.get(labels.INSTANCE, '')}"),
+            name=f"follow-{h.name}",
+            daemon=True,
+        )
+        for h in handles
+    ]
+    for t in threads:
+        t.start()
+    open_streams = len(threads)
+    try:
+        while open_streams:
+            try:
+                item = await asyncio.wait_for(queue.get(), _DISCONNECT_CHECK_S)
+            except TimeoutError:
+                if request.transport is None or request.transport.is_closing():
+                    break  # the client went away (Ctrl-C) while nothing was written
+                continue
+            if item is _FOLLOW_END:
+                open_streams -= 1
+                continue
+            await response.write(str(item).encode())
+    except ConnectionResetError:
+        pass
+    finally:
+        stopping.set()
+        for stream in streams:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - best effort: the thread is a daemon
+                    pass
+    return response
+
+
 async def shutdown(request: web.Request, svc: HostingService) -> web.Response:
     """Ask the serving process to stop gracefully (used by `smlocal down`)."""
     asyncio.get_running_loop().call_later(0.05, os.kill, os.getpid(), signal.SIGTERM)
     return web.json_response({"status": "stopping"})
+
+
+async def endpoint_metrics(request: web.Request, svc: HostingService, metrics: Metrics) -> web.Response:
+    """The endpoint's metric periods, with CloudWatch's metric names, units and statistics."""
+    name = request.match_info["name"]
+    if svc.endpoints.get_exact(name) is None and not metrics.series(name):
+        return web.json_response({"message": f"No metrics for endpoint {name}."}, status=404)
+    return web.json_response(metrics.report(name))
+
+
+async def prometheus(request: web.Request, svc: HostingService, metrics: Metrics) -> web.Response:
+    """All endpoints' metrics in Prometheus' text exposition format (docs/metrics.md)."""
+    return web.Response(
+        body=metrics.prometheus().encode(),
+        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+    )

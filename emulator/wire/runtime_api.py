@@ -7,13 +7,16 @@ reach the container.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
 from aiohttp import web
 from multidict import CIMultiDict
 
-from emulator.errors import PayloadTooLarge, SmlocalError, UnknownOperation, ValidationFailed
+from emulator.errors import ModelFault, PayloadTooLarge, SmlocalError, UnknownOperation, ValidationFailed
+from emulator.hosting import metrics as m
+from emulator.hosting.invoker import LAST_CALL
 from emulator.hosting.service import HostingService
 from emulator.model import messages
 from emulator.wire.errors import runtime_error
@@ -38,6 +41,7 @@ FORWARDED = (
 )
 
 VARIANT_HEADER = "x-Amzn-Invoked-Production-Variant"
+_TARGET_HEADER = dict(_HEADER_MEMBERS)["TargetVariant"]
 
 
 def _members(request: web.Request) -> dict[str, Any]:
@@ -71,7 +75,49 @@ def _check_unsupported(members: dict[str, Any]) -> None:
         raise ValidationFailed("TargetModel is only valid for multi-model endpoints.")
 
 
-async def invoke_endpoint(request: web.Request, svc: HostingService) -> web.Response:
+def _outcome(status: int) -> int:
+    if 400 <= status < 500:
+        return m.CLIENT_ERROR
+    if 500 <= status < 600:
+        return m.SERVER_ERROR
+    return m.OTHER_ERROR
+
+
+class MetricHooks:
+    """What the runtime handler records: SageMaker's invocation metrics for requests that reached a
+    model. A fault's variant is the one whose instance was called (by host port, from the sampler's
+    last look at the engine), else the request's TargetVariant, else the endpoint's only variant."""
+
+    def __init__(self, metrics: m.Metrics, sampler: m.Sampler | None = None) -> None:
+        self.metrics = metrics
+        self.sampler = sampler
+
+    def fault(
+        self, svc: HostingService, endpoint: str, target: str | None, exc: ModelFault, started: float
+    ) -> None:
+        call = LAST_CALL.get()
+        if call is None:
+            return
+        url, model_s = call
+        variant = target
+        ref = self.sampler.by_port.get(url.port or 0) if self.sampler is not None else None
+        if ref is not None and ref.endpoint == endpoint:
+            variant = ref.variant
+        if variant is None:
+            found = svc.endpoints.get_exact(endpoint)
+            names = [v.variant_name for v in found.production_variants] if found is not None else []
+            if len(names) != 1:
+                self.metrics.unattributed += 1
+                return
+            variant = names[0]
+        outcome = _outcome(exc.original_status)
+        self.metrics.record(endpoint, variant, outcome, model_s, time.perf_counter() - started)
+
+
+async def invoke_endpoint(
+    request: web.Request, svc: HostingService, hooks: MetricHooks | None = None
+) -> web.Response:
+    started = time.perf_counter()
     request_id = str(uuid.uuid4())
     try:
         members = _members(request)
@@ -87,8 +133,18 @@ async def invoke_endpoint(request: web.Request, svc: HostingService) -> web.Resp
                 forward[name] = value
         result = await svc.invoke(members["EndpointName"], body, forward, members.get("TargetVariant"))
     except SmlocalError as exc:
+        if hooks is not None and isinstance(exc, ModelFault):
+            hooks.fault(svc, request.match_info["name"], request.headers.get(_TARGET_HEADER), exc, started)
         return runtime_error(exc, request_id)
     reply = result.reply
+    if hooks is not None:
+        hooks.metrics.record(
+            request.match_info["name"],
+            result.variant_name,
+            m.OK,
+            reply.elapsed_s,
+            time.perf_counter() - started,
+        )
     headers = {VARIANT_HEADER: result.variant_name, "x-amzn-RequestId": request_id, **reply.passed_back}
     if reply.content_type is not None:
         headers["Content-Type"] = reply.content_type
