@@ -7,6 +7,7 @@ on 127.0.0.1; healthy on the first HTTP 200 from GET /ping; stopped with SIGTERM
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -155,7 +156,15 @@ class Deployer:
         instances: list[Instance] = []
 
         async def start_one() -> None:
-            instances.append(await self.start_instance(plan))
+            # The engine call runs in a thread that cancellation cannot stop: wait for it, so the
+            # container it creates is known (and stopped below) rather than orphaned.
+            starting = asyncio.ensure_future(self.start_instance(plan))
+            try:
+                instances.append(await asyncio.shield(starting))
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    instances.append(await starting)
+                raise
 
         try:
             async with asyncio.TaskGroup() as group:

@@ -25,12 +25,13 @@ from emulator.errors import (
     EngineError,
     ImageNotFound,
     ModelDataError,
+    ModelUnreachable,
     ResourceAlreadyExists,
     ResourceInProgress,
     ResourceNotFound,
     ValidationFailed,
 )
-from emulator.hosting import persistence
+from emulator.hosting import health, persistence
 from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.invoker import ContainerReply, FaultContext, Invoker
@@ -90,6 +91,14 @@ class HostingService:
         self._fleets: dict[str, EndpointFleet] = {}  # exact endpoint name -> serving fleet
         self._fault_contexts: dict[str, FaultContext] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        # Instance health while InService: one watching task per endpoint, plus its replacements.
+        self._monitors: dict[str, asyncio.Task[None]] = {}
+        self._replacements: dict[str, set[asyncio.Task[None]]] = {}
+        self._suspects: dict[str, list[Instance]] = {}  # out of rotation, awaiting a verdict
+        self._stopping: set[asyncio.Task[None]] = set()  # dead instances being stopped
+        self.health_check_interval_s = float(
+            getattr(config, "health_check_interval_s", health.DEFAULT_HEALTH_CHECK_INTERVAL_S)
+        )
         self.invoker = Invoker(config.limits.max_response_bytes, config.limits.invocation_timeout_s)
         self._ping_session: aiohttp.ClientSession | None = None
         self.deployer = Deployer(config, runtime, lambda: self.ping_session)
@@ -116,12 +125,16 @@ class HostingService:
         await self._reconcile()
 
     async def close(self, stop_containers: bool = True) -> None:
-        tasks = list(self._tasks.values())
+        names = set(self._monitors) | set(self._replacements) | set(self._suspects)
+        tasks = [t for name in names for t in self._quiesce(name, cancel_replacements=True)]
+        tasks += list(self._tasks.values())
+        tasks += list(self._stopping)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if stop_containers:
             instances = [i for fleet in self._fleets.values() for i in fleet.all_instances()]
+            instances += [i for name in list(self._suspects) for i in self._suspects.pop(name)]
             await self.deployer.stop_instances(instances)
             self._fleets.clear()
         await self.invoker.close()
@@ -271,10 +284,12 @@ class HostingService:
         endpoint = self.describe_endpoint(name)
         if endpoint.status in _BUSY:
             raise ResourceInProgress(messages.in_progress(endpoint.arn))
+        pending = self._quiesce(endpoint.name)
         self._set_status(endpoint.name, EndpointStatus.DELETING)
         fleet = self._fleets.pop(endpoint.name, None)
         self._fault_contexts.pop(endpoint.name, None)
-        self._spawn(endpoint.name, self._teardown(endpoint.name, fleet))
+        suspects = self._suspects.pop(endpoint.name, [])
+        self._spawn(endpoint.name, self._teardown(endpoint.name, fleet, suspects, pending))
 
     # ------------------------------------------------------------------ updates
 
@@ -304,6 +319,7 @@ class HostingService:
                 variant.desired_weight = weight
             if count is not None:
                 variant.desired_count = count
+        self._quiesce(endpoint.name)
         updated = self._set_status(endpoint.name, EndpointStatus.UPDATING)
         self._spawn(endpoint.name, self._apply_capacities(endpoint.name, fleet))
         return updated
@@ -329,11 +345,14 @@ class HostingService:
             failure = _reason(name, error)
             self.deployer.platform_log(name, f"capacity update failed: {failure}")
         self._set_status(name, EndpointStatus.IN_SERVICE, failure)
+        self._watch(name)
 
     async def _scale(self, name: str, variant: VariantFleet) -> None:
         target = variant.desired_count
+        if target is None:
+            target = variant.variant.initial_instance_count
         current = len(variant.instances)
-        if target is None or target == current:
+        if target == current:
             return
         if target > current:
             assert variant.plan is not None
@@ -358,10 +377,132 @@ class HostingService:
             await asyncio.sleep(0.02)  # bounded polling: the count has no event of its own
         await self.deployer.stop_instances(instances)
 
+    # ------------------------------------------------------------------ instance health
+
+    def _watch(self, name: str) -> None:
+        """Start watching an InService endpoint's instances (no-op if already watched)."""
+        task = self._monitors.get(name)
+        if task is None or task.done():
+            self._monitors[name] = asyncio.ensure_future(self._monitor(name))
+
+    def _quiesce(self, name: str, cancel_replacements: bool = False) -> list[asyncio.Task[None]]:
+        """Stop watching (before an update or deletion changes the fleet). Replacements under way
+        finish their start (cancelling one mid-ping can leak its socket) and then stop what they
+        started, since the endpoint is no longer watched; shutdown cancels them."""
+        replacements = list(self._replacements.pop(name, set()))
+        tasks = list(replacements)
+        monitor = self._monitors.pop(name, None)
+        if monitor is not None:
+            tasks.append(monitor)
+            monitor.cancel()
+        for task in replacements:
+            if cancel_replacements:
+                task.cancel()
+        for suspect in self._suspects.pop(name, []):  # their verdict is cancelled: stop them
+            stopping = asyncio.ensure_future(self.deployer.stop_instances([suspect]))
+            self._stopping.add(stopping)
+            stopping.add_done_callback(self._stopping.discard)
+        return tasks
+
+    async def _monitor(self, name: str) -> None:
+        loop = asyncio.get_running_loop()
+        interval = self.health_check_interval_s
+        next_ping = loop.time() + interval
+        while True:
+            fleet = self._fleets.get(name)
+            endpoint = self.endpoints.get(name)
+            if fleet is None or endpoint is None or endpoint.status is not EndpointStatus.IN_SERVICE:
+                return
+            serving = [(v, i) for v in fleet.variants.values() for i in v.instances]
+            await health.first_exit([i for _, i in serving], max(0.0, next_ping - loop.time()))
+            do_ping = loop.time() >= next_ping
+            dead = await health.unhealthy(
+                self.ping_session, [i for _, i in serving], self.config.limits.ping_timeout_s, do_ping
+            )
+            if do_ping:
+                next_ping = loop.time() + interval
+            for variant, instance in serving:
+                if instance in dead and instance in variant.instances:
+                    why = "exited" if instance.exited.is_set() else "failed its ping health check"
+                    self._take_out(name, variant, instance, why)
+
+    def _take_out(self, name: str, variant: VariantFleet, instance: Instance, why: str) -> None:
+        """Out of rotation at once and stopped; a replacement joins the rotation when healthy."""
+        variant.remove([instance])
+        suspects = self._suspects.get(name, [])
+        if instance in suspects:
+            suspects.remove(instance)
+        self.deployer.platform_log(
+            name, f"{variant.variant.variant_name}/{instance.instance_id} {why}; replacing it"
+        )
+        # The dead container stops (SIGTERM, grace, SIGKILL) while its replacement starts; this task
+        # is not cancelled with the replacement, so the container never outlives its endpoint.
+        stopping = asyncio.ensure_future(self.deployer.stop_instances([instance]))
+        self._stopping.add(stopping)
+        stopping.add_done_callback(self._stopping.discard)
+        self._track(name, asyncio.ensure_future(self._replace(name, variant, instance)))
+
+    def _track(self, name: str, task: asyncio.Task[None]) -> None:
+        pending = self._replacements.setdefault(name, set())
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    def _suspect(self, name: str, variant: VariantFleet, instance: Instance) -> None:
+        """An instance's connection failed: out of rotation now; replaced unless a ping clears it.
+        Until then it is a suspect, which DeleteEndpoint and shutdown stop with the fleet."""
+        if name not in self._monitors or instance not in variant.instances:
+            return  # not InService (an update owns the fleet), or already handled
+        variant.remove([instance])
+        self._suspects.setdefault(name, []).append(instance)
+
+        async def check() -> None:
+            # A crashing container's exit event usually follows within milliseconds: wait for it
+            # briefly rather than ping a dying container.
+            await health.first_exit([instance], 0.5)
+            if not instance.exited.is_set() and await health.ping(
+                self.ping_session, instance.base_url, self.config.limits.ping_timeout_s
+            ):
+                self._suspects.get(name, []).remove(instance)
+                variant.add([instance])
+                return
+            self._take_out(name, variant, instance, "refused or dropped a connection")
+
+        self._track(name, asyncio.ensure_future(check()))
+
+    def _wanted(self, name: str, variant: VariantFleet) -> bool:
+        fleet = self._fleets.get(name)
+        return name in self._monitors and fleet is not None and variant in fleet.variants.values()
+
+    async def _replace(self, name: str, variant: VariantFleet, dead: Instance) -> None:
+        """Start a new instance, add it to rotation once healthy (retrying after a failure)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        assert variant.plan is not None
+        while True:
+            if not self._wanted(name, variant):
+                return
+            try:
+                new = await self.deployer.start_healthy(variant.plan, 1)
+            except (DeploymentFailed, EngineError) as exc:
+                self.deployer.platform_log(name, f"{variant.variant.variant_name}: replacement failed: {exc}")
+                await asyncio.sleep(self.health_check_interval_s)  # back-off before the next try
+                continue
+            if not self._wanted(name, variant):  # deleted or updated meanwhile
+                await self.deployer.stop_instances(new)
+                return
+            variant.add(new)
+            self.deployer.platform_log(
+                name,
+                f"{variant.variant.variant_name}/{new[0].instance_id} replaced {dead.instance_id} "
+                f"in {loop.time() - started:.2f} s",
+            )
+            return
+
     def update_endpoint(self, name: str, config_name: str) -> Endpoint:
         """Blue/green, all at once: new fleet, healthy, swap routing, retire the old fleet."""
         endpoint, _ = self._serving(name)
         endpoint_config = self.describe_endpoint_config(config_name)
+        self._quiesce(endpoint.name)
         updated = self._set_status(endpoint.name, EndpointStatus.UPDATING)
         self._spawn(endpoint.name, self._blue_green(endpoint.name, endpoint_config))
         return updated
@@ -382,6 +523,7 @@ class HostingService:
             # [U] SageMaker reports a failed update as InService (old fleet) with a FailureReason.
             self.deployer.platform_log(name, f"update failed, old fleet keeps serving: {reason}")
             self._set_status(name, EndpointStatus.IN_SERVICE, reason)
+            self._watch(name)
             return
         old = self._fleets.get(name)
         self._fleets[name] = EndpointFleet(fleets)  # one assignment: the next request uses the new fleet
@@ -389,6 +531,7 @@ class HostingService:
         if old is not None:
             await self._retire(old.all_instances())
         self._set_status(name, EndpointStatus.IN_SERVICE, endpoint_config_name=endpoint_config.name)
+        self._watch(name)
         self.deployer.platform_log(name, "endpoint InService (update complete)")
 
     def _set_status(
@@ -464,6 +607,7 @@ class HostingService:
         self._fault_contexts[endpoint.name] = FaultContext(self.account, endpoint.name)
         self._set_status(endpoint.name, EndpointStatus.IN_SERVICE)
         self.deployer.platform_log(endpoint.name, "endpoint InService")
+        self._watch(endpoint.name)
 
     async def _launch(
         self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]
@@ -476,9 +620,16 @@ class HostingService:
         )
         return await self.deployer.launch_variant(plan, adopt=keep)
 
-    async def _teardown(self, name: str, fleet: EndpointFleet | None) -> None:
+    async def _teardown(
+        self,
+        name: str,
+        fleet: EndpointFleet | None,
+        extra: list[Instance] | None = None,
+        pending: list[asyncio.Task[None]] | None = None,
+    ) -> None:
+        await asyncio.gather(*(pending or []), return_exceptions=True)
         if fleet is not None:
-            await self.deployer.stop_instances(fleet.all_instances())
+            await self.deployer.stop_instances(fleet.all_instances() + (extra or []))
         self.endpoints.remove(name)
         self._persist()
         self.deployer.platform_log(name, "endpoint deleted")
@@ -535,14 +686,28 @@ class HostingService:
         variant = fleet.choose(target_variant)
         if variant is None:
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
-        instance = variant.picker.pick(variant.instances)
-        instance.outstanding += 1
-        try:
-            reply = await self.invoker.invoke(
-                instance.invocations_url, body, headers, self._fault_contexts[endpoint_name]
-            )
-        finally:
-            instance.outstanding -= 1
+        context = self._fault_contexts[endpoint_name]
+        for attempt in range(2):
+            if not variant.instances:  # [U] every instance of the variant is being replaced
+                raise context.fault(
+                    ModelUnreachable, 0, messages.container_unreachable("no healthy instance is in rotation")
+                )
+            instance = variant.picker.pick(variant.instances)
+            instance.outstanding += 1
+            try:
+                reply = await self.invoker.invoke(instance.invocations_url, body, headers, context)
+            except ModelUnreachable as exc:
+                # The connection failed (refused, reset, closed): the instance is gone or going. Take
+                # it out of rotation now, before its exit event arrives (a ping puts it back if it
+                # was a one-off). Only a connection that was never made is safe to send elsewhere,
+                # once; a request the container may have received is the client's 424.
+                self._suspect(endpoint_name, variant, instance)
+                if attempt or not isinstance(exc.__cause__, aiohttp.ClientConnectorError):
+                    raise
+                continue
+            finally:
+                instance.outstanding -= 1
+            break
         return Invocation(reply, variant.variant.variant_name)
 
     async def endpoint_logs(self, endpoint_name: str) -> dict[str, str]:

@@ -64,6 +64,7 @@ class Client(threading.Thread):
     def finish(self) -> None:
         self.stop.set()
         self.join(timeout=30)
+        self.rt.close()
 
 
 def two_variants(smlocal: Smlocal, name: str) -> None:
@@ -181,6 +182,7 @@ def test_scale_out_and_in_without_failures(smlocal: Smlocal) -> None:
             ].read()
             for _ in range(20)
         }
+        rt.close()
         assert len(hosts) == 2, hosts
         smlocal.sm.update_endpoint_weights_and_capacities(
             EndpointName="Scale",
@@ -333,3 +335,83 @@ def test_restart_mid_update_leaves_no_orphans(tmp_path: Path, echo_image: str, a
         except docker.errors.NotFound:
             pass
     engine.close()
+
+
+def test_killed_instance_is_replaced(smlocal: Smlocal) -> None:
+    smlocal.deploy("Heal", count=2)
+    before = {c.id: c for c in endpoint_containers(smlocal, "Heal")}
+    assert len(before) == 2
+    client = Client(smlocal, "Heal", "env=HOSTNAME")
+    client.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(client.answers) < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        victim = next(iter(before.values()))
+        killed_at = time.monotonic()
+        victim.kill()
+        replaced_s = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            described = smlocal.sm.describe_endpoint(EndpointName="Heal")
+            assert described["EndpointStatus"] == "InService"
+            running = {c.id for c in endpoint_containers(smlocal, "Heal")}
+            if (
+                described["ProductionVariants"][0]["CurrentInstanceCount"] == 2
+                and len(running - set(before)) == 1
+            ):
+                replaced_s = time.monotonic() - killed_at
+                break
+            time.sleep(0.05)
+        assert replaced_s is not None, "the killed instance was not replaced"
+        seen = len(client.answers)
+        deadline = time.monotonic() + 10
+        while len(client.answers) < seen + 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        client.finish()
+        smlocal.cleanup("Heal")
+    # A sequential client has at most one request in flight on the killed instance.
+    assert len(client.failures) <= 1, "\n".join(client.failures)
+    assert all("ModelError" in f for f in client.failures)
+    assert len(set(client.answers)) == 3  # two first instances, then the replacement
+    print(f"replaced a killed instance in {replaced_s:.2f} s; {len(client.failures)} failed request(s)")
+
+
+def test_instance_failing_its_pings_is_replaced(smlocal: Smlocal) -> None:
+    service = smlocal.server.service
+    assert service is not None
+    interval = service.health_check_interval_s
+    service.health_check_interval_s = 0.5  # read when the endpoint's watch starts
+    try:
+        smlocal.deploy("Frozen", count=2)
+    finally:
+        service.health_check_interval_s = interval
+    before = {c.id: c for c in endpoint_containers(smlocal, "Frozen")}
+    victim = next(iter(before.values()))
+    try:
+        victim.pause()  # alive, but answers no /ping
+        paused_at = time.monotonic()
+        deadline = time.monotonic() + 30
+        replaced_s = None
+        while time.monotonic() < deadline:
+            described = smlocal.sm.describe_endpoint(EndpointName="Frozen")
+            assert described["EndpointStatus"] == "InService"
+            running = {c.id for c in endpoint_containers(smlocal, "Frozen")}
+            if described["ProductionVariants"][0]["CurrentInstanceCount"] == 2 and victim.id not in running:
+                replaced_s = time.monotonic() - paused_at
+                break
+            time.sleep(0.05)
+        assert replaced_s is not None, "the frozen instance was not replaced"
+        for _ in range(10):
+            assert smlocal.rt.invoke_endpoint(EndpointName="Frozen", Body=b"ok")["Body"].read() == b"ok"
+        print(f"replaced a frozen instance in {replaced_s:.2f} s (ping interval 0.5 s, attempt timeout 2 s)")
+    finally:
+        smlocal.cleanup("Frozen")
+        try:
+            victim.reload()
+            if victim.status == "paused":
+                victim.unpause()
+            victim.remove(force=True)
+        except docker.errors.NotFound:
+            pass
