@@ -453,7 +453,8 @@ class Sampler:
     """Samples every live instance's CPU and memory once per period (a background task).
 
     `instances` lists the live instances (one engine call), `stats` samples one container (blocking:
-    run in threads, at most `concurrency` at a time), `instance_counts` gives each variant's count.
+    run in threads, at most `concurrency` at a time: Docker 20.10 takes up to ~1 s to answer a
+    one-shot stats call, waiting, not computing), `instance_counts` gives each variant's count.
     The cost per period is one list call and one stats call per instance, never on the request path.
     """
 
@@ -464,7 +465,7 @@ class Sampler:
         stats: Callable[[str], tuple[float | None, float | None] | None],
         instance_counts: Callable[[], Awaitable[Mapping[tuple[str, str], int]]],
         interval_s: float,
-        concurrency: int = 8,
+        concurrency: int = 4,
     ) -> None:
         self._metrics = metrics
         self._instances = instances

@@ -126,6 +126,58 @@ def test_cpu_and_memory_sampled(smlocal: Smlocal, measured: str) -> None:
     assert report["Variants"] == [{"VariantName": "AllTraffic", "InstanceCount": 2}]
 
 
+def test_faults_are_attributed_to_the_variant_called(smlocal: Smlocal) -> None:
+    variants = [
+        {
+            "VariantName": v,
+            "ModelName": "TwoVariants",
+            "InitialInstanceCount": 1,
+            "InstanceType": "ml.m5.large",
+        }
+        for v in ("A", "B")
+    ]
+    try:
+        described = smlocal.deploy("TwoVariants", variants=variants)
+        assert described["EndpointStatus"] == "InService", described
+        with pytest.raises(ClientError):
+            smlocal.rt.invoke_endpoint(
+                EndpointName="TwoVariants", Body=b"x", TargetVariant="B", CustomAttributes="status=503"
+            )
+        deadline = time.monotonic() + 30 * PERIOD_S + 10
+        while True:  # until the sampler has seen both instances (their host ports)
+            sampled = {
+                p["VariantName"]
+                for p in _report(smlocal, "TwoVariants")["Periods"]
+                if "MemoryUtilization" in p["Metrics"]
+            }
+            if sampled == {"A", "B"}:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(PERIOD_S / 2)
+        served = {"A": 0, "B": 0}
+        for _ in range(8):
+            served[
+                smlocal.rt.invoke_endpoint(EndpointName="TwoVariants", Body=b"ok")["InvokedProductionVariant"]
+            ] += 1
+        for _ in range(8):
+            with pytest.raises(ClientError):
+                smlocal.rt.invoke_endpoint(
+                    EndpointName="TwoVariants", Body=b"x", CustomAttributes="status=500"
+                )
+        report = _report(smlocal, "TwoVariants")
+        by_variant: dict[str, dict[str, float]] = {"A": {}, "B": {}}
+        for period in report["Periods"]:
+            for metric in ("Invocations", "Invocation5XXErrors"):
+                counts = by_variant[period["VariantName"]]
+                counts[metric] = counts.get(metric, 0) + period["Metrics"][metric]["Sum"]
+        assert by_variant["B"]["Invocation5XXErrors"] >= 1
+        assert by_variant["A"]["Invocation5XXErrors"] + by_variant["B"]["Invocation5XXErrors"] == 9
+        assert by_variant["A"]["Invocations"] + by_variant["B"]["Invocations"] == 17
+        assert by_variant["A"]["Invocations"] >= served["A"]
+    finally:
+        smlocal.cleanup("TwoVariants")
+
+
 def test_metrics_cli(smlocal: Smlocal, measured: str) -> None:
     env = {**os.environ, "SMLOCAL_ENDPOINT_URL": smlocal.server.url, "COLUMNS": "250"}
     table = subprocess.run(

@@ -166,3 +166,48 @@ def test_recording_is_cheap() -> None:
     n = 20_000
     per_call = timeit.timeit(lambda: metrics.record("ep", "v", m.OK, 0.001, 0.002), number=n) / n
     assert per_call < 20e-6
+
+
+class FakeApi:
+    def __init__(self, samples: list[dict[str, object]]) -> None:
+        self.samples = samples
+        self.calls: list[dict[str, object]] = []
+
+    def stats(self, container_id: str, **kwargs: object) -> dict[str, object]:
+        self.calls.append(kwargs)
+        return self.samples.pop(0)
+
+
+class FakeDocker:
+    def __init__(self, api: FakeApi) -> None:
+        self.api = api
+
+
+def _raw(usage: int, system: int, mem: int = 0, limit: int = 0, inactive: int = 0) -> dict[str, object]:
+    return {
+        "cpu_stats": {"cpu_usage": {"total_usage": usage}, "system_cpu_usage": system, "online_cpus": 4},
+        "precpu_stats": {"cpu_usage": {}},  # one-shot: no previous sample from the engine
+        "memory_stats": {"usage": mem, "limit": limit, "stats": {"inactive_file": inactive}} if limit else {},
+    }
+
+
+def test_docker_stats_from_one_shot_samples() -> None:
+    from emulator.runtime.docker import DockerRuntime
+
+    api = FakeApi(
+        [
+            _raw(1_000, 10_000, mem=300, limit=1_000, inactive=100),
+            _raw(1_500, 12_000, mem=500, limit=1_000, inactive=0),
+            {"cpu_stats": {}, "precpu_stats": {}, "memory_stats": {}},  # stopped
+        ]
+    )
+    runtime = DockerRuntime(client=FakeDocker(api))
+    first = runtime.stats("c1")
+    assert first is not None and first.cpu_percent is None  # no previous sample yet
+    assert first.memory_percent == pytest.approx(20.0)  # (300 - 100) / 1000, page cache excluded
+    second = runtime.stats("c1")
+    assert second is not None
+    assert second.cpu_percent == pytest.approx(500 / 2_000 * 4 * 100)  # summed over 4 cores: 100 %
+    assert second.memory_percent == pytest.approx(50.0)
+    assert runtime.stats("c1") is None
+    assert api.calls[0] == {"stream": False, "one_shot": True}
