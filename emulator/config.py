@@ -61,6 +61,9 @@ class ServerConfig:
     gpu_instance_prefixes: tuple[str, ...] = ("ml.g", "ml.p", "local_gpu")
     #: Length of a metrics period (CloudWatch's is one minute); CPU and memory are sampled once per period.
     metrics_period_s: float = 60.0
+    #: How often a serving instance's /ping is checked (each attempt has the contract's 2 s timeout);
+    #: SageMaker's interval is unpublished. A failed ping or an exit takes the instance out of rotation.
+    health_check_interval_s: float = 5.0
 
     @property
     def artifacts_dir(self) -> Path:

@@ -12,10 +12,8 @@ import aiohttp
 
 from emulator.hosting.fleet import Instance
 
-#: How often an InService endpoint's instances are pinged. SageMaker's interval is unpublished [U];
-#: an exited container is noticed at once, independently of it.
-DEFAULT_HEALTH_CHECK_INTERVAL_S = 5.0
-
+# How often an InService endpoint's instances are pinged: ServerConfig.health_check_interval_s
+# (SageMaker's interval is unpublished [U]); an exited container is noticed at once, independently.
 
 _in_flight: set[asyncio.Task[bool]] = set()
 

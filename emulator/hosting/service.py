@@ -96,9 +96,7 @@ class HostingService:
         self._replacements: dict[str, set[asyncio.Task[None]]] = {}
         self._suspects: dict[str, list[Instance]] = {}  # out of rotation, awaiting a verdict
         self._stopping: set[asyncio.Task[None]] = set()  # dead instances being stopped
-        self.health_check_interval_s = float(
-            getattr(config, "health_check_interval_s", health.DEFAULT_HEALTH_CHECK_INTERVAL_S)
-        )
+        self.health_check_interval_s = config.health_check_interval_s
         self.invoker = Invoker(config.limits.max_response_bytes, config.limits.invocation_timeout_s)
         self._ping_session: aiohttp.ClientSession | None = None
         self.deployer = Deployer(config, runtime, lambda: self.ping_session)
