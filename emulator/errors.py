@@ -84,6 +84,9 @@ class ModelFault(SmlocalError):
         self.original_status = original_status
         self.original_message = original_message
         self.log_group_arn = log_group_arn
+        #: set by hosting for metrics: the variant whose instance was called, and how long the call took
+        self.variant_name: str | None = None
+        self.model_latency_s = 0.0
 
 
 class ModelErrorResponse(ModelFault):

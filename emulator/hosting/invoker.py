@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 import aiohttp
@@ -44,11 +43,6 @@ class ContainerReply:
     passed_back: Mapping[str, str]
     #: Seconds the container call took (SageMaker's ModelLatency).
     elapsed_s: float = 0.0
-
-
-#: (instance URL, seconds) of the last container call of the current task, set whether it succeeded
-#: or raised a ModelFault: the runtime handler reads it for ModelLatency and to attribute a fault.
-LAST_CALL: ContextVar[tuple[URL, float] | None] = ContextVar("smlocal_last_call", default=None)
 
 
 @dataclass(frozen=True)
@@ -110,20 +104,18 @@ class Invoker:
                 content_type = resp.headers.get("Content-Type")
                 passed_back = {name: resp.headers[name] for name in PASSED_BACK if name in resp.headers}
         except TimeoutError as exc:
-            LAST_CALL.set((url, time.perf_counter() - started))
-            raise context.fault(ModelTimeout, 0, messages.invocation_timed_out()) from exc
+            raise _timed(context.fault(ModelTimeout, 0, messages.invocation_timed_out()), started) from exc
         except aiohttp.ClientError as exc:
-            LAST_CALL.set((url, time.perf_counter() - started))
             reason = str(exc) or type(exc).__name__
-            raise context.fault(ModelUnreachable, 0, messages.container_unreachable(reason)) from exc
-        except ModelFault:
-            LAST_CALL.set((url, time.perf_counter() - started))
+            fault = context.fault(ModelUnreachable, 0, messages.container_unreachable(reason))
+            raise _timed(fault, started) from exc
+        except ModelFault as fault:
+            _timed(fault, started)
             raise
         elapsed = time.perf_counter() - started
-        LAST_CALL.set((url, elapsed))
         if not 200 <= status < 300:
             original = data.decode("utf-8", errors="replace")
-            raise context.fault(ModelErrorResponse, status, original)
+            raise _timed(context.fault(ModelErrorResponse, status, original), started)
         return ContainerReply(status, data, content_type, passed_back, elapsed)
 
     async def _read_capped(self, resp: aiohttp.ClientResponse, context: FaultContext) -> bytes:
@@ -136,3 +128,9 @@ class Invoker:
                 raise context.fault(ModelResponseTooLarge, 0, messages.response_too_large(self._max_response))
             chunks.append(chunk)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _timed(fault: ModelFault, started: float) -> ModelFault:
+    """Record how long the container call took on a fault (its ModelLatency)."""
+    fault.model_latency_s = time.perf_counter() - started
+    return fault

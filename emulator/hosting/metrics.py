@@ -474,8 +474,6 @@ class Sampler:
         self._interval = interval_s
         self._limit = asyncio.Semaphore(concurrency)
         self._task: asyncio.Task[None] | None = None
-        #: host port -> (endpoint, variant, instance id), as of the last sample.
-        self.by_port: dict[int, InstanceRef] = {}
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="metrics-sampler")
@@ -504,7 +502,6 @@ class Sampler:
         for (endpoint, variant), count in (await self._counts()).items():
             self._metrics.set_instances(endpoint, variant, count)
         refs = list(await asyncio.to_thread(lambda: list(self._instances())))
-        self.by_port = {r.host_port: r for r in refs}
 
         async def one(ref: InstanceRef) -> tuple[InstanceRef, tuple[float | None, float | None] | None]:
             async with self._limit:

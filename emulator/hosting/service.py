@@ -25,6 +25,7 @@ from emulator.errors import (
     EngineError,
     ImageNotFound,
     ModelDataError,
+    ModelFault,
     ModelUnreachable,
     ResourceAlreadyExists,
     ResourceInProgress,
@@ -684,6 +685,17 @@ class HostingService:
         variant = fleet.choose(target_variant)
         if variant is None:
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
+        try:
+            reply = await self._call(endpoint_name, variant, body, headers)
+        except ModelFault as fault:
+            fault.variant_name = variant.variant.variant_name
+            raise
+        return Invocation(reply, variant.variant.variant_name)
+
+    async def _call(
+        self, endpoint_name: str, variant: VariantFleet, body: bytes, headers: CIMultiDict[str]
+    ) -> ContainerReply:
+        """One container call on the variant's chosen instance (a refused connection: once more)."""
         context = self._fault_contexts[endpoint_name]
         for attempt in range(2):
             if not variant.instances:  # [U] every instance of the variant is being replaced
@@ -705,8 +717,8 @@ class HostingService:
                 continue
             finally:
                 instance.outstanding -= 1
-            break
-        return Invocation(reply, variant.variant.variant_name)
+            return reply
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     async def endpoint_logs(self, endpoint_name: str) -> dict[str, str]:
         """Every log stream of an endpoint, by CloudWatch-style stream name (`variant/instance-id`):

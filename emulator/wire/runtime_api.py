@@ -16,7 +16,6 @@ from multidict import CIMultiDict
 
 from emulator.errors import ModelFault, PayloadTooLarge, SmlocalError, UnknownOperation, ValidationFailed
 from emulator.hosting import metrics as m
-from emulator.hosting.invoker import LAST_CALL
 from emulator.hosting.service import HostingService
 from emulator.model import messages
 from emulator.wire.errors import runtime_error
@@ -41,7 +40,6 @@ FORWARDED = (
 )
 
 VARIANT_HEADER = "x-Amzn-Invoked-Production-Variant"
-_TARGET_HEADER = dict(_HEADER_MEMBERS)["TargetVariant"]
 
 
 def _members(request: web.Request) -> dict[str, Any]:
@@ -85,33 +83,21 @@ def _outcome(status: int) -> int:
 
 class MetricHooks:
     """What the runtime handler records: SageMaker's invocation metrics for requests that reached a
-    model. A fault's variant is the one whose instance was called (by host port, from the sampler's
-    last look at the engine), else the request's TargetVariant, else the endpoint's only variant."""
+    model. A fault carries the variant whose instance was called and the call's duration (set by
+    hosting); the sampler (instance CPU/memory) lives here so the app can start and stop it."""
 
     def __init__(self, metrics: m.Metrics, sampler: m.Sampler | None = None) -> None:
         self.metrics = metrics
         self.sampler = sampler
 
-    def fault(
-        self, svc: HostingService, endpoint: str, target: str | None, exc: ModelFault, started: float
-    ) -> None:
-        call = LAST_CALL.get()
-        if call is None:
+    def fault(self, endpoint: str, exc: ModelFault, started: float) -> None:
+        if exc.variant_name is None:  # hosting always sets it for a model call; defensive
+            self.metrics.unattributed += 1
             return
-        url, model_s = call
-        variant = target
-        ref = self.sampler.by_port.get(url.port or 0) if self.sampler is not None else None
-        if ref is not None and ref.endpoint == endpoint:
-            variant = ref.variant
-        if variant is None:
-            found = svc.endpoints.get_exact(endpoint)
-            names = [v.variant_name for v in found.production_variants] if found is not None else []
-            if len(names) != 1:
-                self.metrics.unattributed += 1
-                return
-            variant = names[0]
         outcome = _outcome(exc.original_status)
-        self.metrics.record(endpoint, variant, outcome, model_s, time.perf_counter() - started)
+        self.metrics.record(
+            endpoint, exc.variant_name, outcome, exc.model_latency_s, time.perf_counter() - started
+        )
 
 
 async def invoke_endpoint(
@@ -134,7 +120,7 @@ async def invoke_endpoint(
         result = await svc.invoke(members["EndpointName"], body, forward, members.get("TargetVariant"))
     except SmlocalError as exc:
         if hooks is not None and isinstance(exc, ModelFault):
-            hooks.fault(svc, request.match_info["name"], request.headers.get(_TARGET_HEADER), exc, started)
+            hooks.fault(request.match_info["name"], exc, started)
         return runtime_error(exc, request_id)
     reply = result.reply
     if hooks is not None:
