@@ -53,7 +53,6 @@ def _sampler(
                 h.labels.get(labels.VARIANT, ""),
                 h.labels.get(labels.INSTANCE, ""),
                 h.id,
-                h.host_port,
             )
             for h in rt.list(selector)
         ]

@@ -446,7 +446,6 @@ class InstanceRef:
     variant: str
     instance_id: str
     container_id: str
-    host_port: int
 
 
 class Sampler:

@@ -140,7 +140,7 @@ def test_prometheus_text() -> None:
 
 def test_sampler_samples_instances_and_counts() -> None:
     metrics = Metrics(clock=Clock())
-    refs = [InstanceRef("ep", "v", "i-1", "c1", 1001), InstanceRef("ep", "v", "i-2", "c2", 1002)]
+    refs = [InstanceRef("ep", "v", "i-1", "c1"), InstanceRef("ep", "v", "i-2", "c2")]
     samples = {"c1": (20.0, 5.0), "c2": None}
 
     async def counts() -> dict[tuple[str, str], int]:
@@ -151,7 +151,7 @@ def test_sampler_samples_instances_and_counts() -> None:
             raise RuntimeError("gone")
         return samples[cid]
 
-    sampler = Sampler(metrics, lambda: [*refs, InstanceRef("ep", "v", "i-3", "c3", 1003)], stats, counts, 60)
+    sampler = Sampler(metrics, lambda: [*refs, InstanceRef("ep", "v", "i-3", "c3")], stats, counts, 60)
     asyncio.run(sampler.sample())
     report = metrics.report("ep")
     assert report["Variants"] == [{"VariantName": "v", "InstanceCount": 2}]
