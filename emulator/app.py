@@ -12,17 +12,19 @@ from aiohttp import web
 
 from emulator.config import ServerConfig
 from emulator.hosting.artifacts import ArtifactStore
+from emulator.hosting.autoscaler import AutoScaler
 from emulator.hosting.metrics import InstanceRef, Metrics, Sampler
 from emulator.hosting.service import HostingService
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerRuntime
 from emulator.runtime.docker import DockerRuntime
-from emulator.wire import admin_api, control_api, runtime_api
+from emulator.wire import admin_api, autoscaling_api, control_api, runtime_api
 from emulator.wire.errors import unknown_target
 
 SERVICE = web.AppKey("hosting_service", HostingService)
 CONFIG = web.AppKey("config", ServerConfig)
 METRICS = web.AppKey("metrics", Metrics)
+SCALER = web.AppKey("autoscaler", AutoScaler)
 
 
 def _instance_count(service: HostingService, endpoint: str, variant: str) -> int:
@@ -72,7 +74,7 @@ def _sampler(
                 found[(endpoint.name, v.variant_name)] = v.current_instance_count
         return found
 
-    return Sampler(metrics, instances, stats, counts, config.metrics_period_s)
+    return Sampler(metrics, instances, stats, counts, config.metrics_period_real_s)
 
 
 def _s3_factory(config: ServerConfig) -> Callable[[], Any]:
@@ -93,7 +95,7 @@ def build_app(
     # cap only has to stay above it.
     app = web.Application(client_max_size=config.limits.max_request_bytes + 1)
     app[CONFIG] = config
-    metrics = app[METRICS] = Metrics(period_s=config.metrics_period_s)
+    metrics = app[METRICS] = Metrics(period_s=config.metrics_period_real_s)
     hooks = runtime_api.MetricHooks(metrics)
 
     async def hosting(app: web.Application) -> AsyncIterator[None]:
@@ -106,7 +108,10 @@ def build_app(
         metrics.instance_count = functools.partial(_instance_count, service)
         hooks.sampler = _sampler(metrics, service, rt, config)
         hooks.sampler.start()
+        scaler = app[SCALER] = AutoScaler(config, service, metrics)
+        scaler.start()
         yield
+        await scaler.close()
         await hooks.sampler.close()
         await service.close(stop_containers=stop_containers_on_exit)
 
@@ -125,6 +130,8 @@ def build_app(
         service, _, operation = target.partition(".")
         if service == "SageMaker":
             return await control_api.handle(request, request.app[SERVICE], operation)
+        if service == autoscaling_api.TARGET_PREFIX:
+            return await autoscaling_api.handle(request, request.app[SCALER], operation)
         return unknown_target(target or "(no X-Amz-Target)", str(uuid.uuid4()))
 
     async def fallback(request: web.Request) -> web.StreamResponse:

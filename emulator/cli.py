@@ -63,6 +63,16 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return setup.main()
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from emulator.server import serve_forever
 
@@ -81,6 +91,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         account_id=args.account_id,
         limits=limits,
         s3_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
+        time_scale=args.time_scale,
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         logging.warning("serving on %s: reachable from other machines", args.host)
@@ -352,6 +363,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--startup-timeout", type=float, help="seconds until the first 200 from /ping (default 480)"
     )
     p.add_argument("--keep-containers", action="store_true", help="leave containers running on exit")
+    p.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="N",
+        help="run metric periods, scaling alarms and cooldowns N times faster (contract timeouts unchanged)",
+    )
     p.add_argument(
         "--event-loop",
         choices=("auto", "asyncio", "uvloop"),

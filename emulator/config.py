@@ -59,11 +59,27 @@ class ServerConfig:
     s3_endpoint_url: str | None = None
     #: Ask the engine for GPUs for ml.g*/ml.p* instance types (falls back with a warning).
     gpu_instance_prefixes: tuple[str, ...] = ("ml.g", "ml.p", "local_gpu")
-    #: Length of a metrics period (CloudWatch's is one minute); CPU and memory are sampled once per period.
+    #: Length of a metrics period in policy time (CloudWatch's is one minute); CPU and memory are
+    #: sampled once per period.
     metrics_period_s: float = 60.0
+    #: `--time-scale`: policy clocks (metric periods, alarm windows, cooldowns) run this many times
+    #: faster than the wall clock. Container contract timeouts are never scaled.
+    time_scale: float = 1.0
     #: How often a serving instance's /ping is checked (each attempt has the contract's 2 s timeout);
     #: SageMaker's interval is unpublished. A failed ping or an exit takes the instance out of rotation.
     health_check_interval_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not self.time_scale > 0:
+            raise ValueError("time_scale must be positive")
+
+    def real_seconds(self, policy_seconds: float) -> float:
+        """Wall-clock seconds of a span of policy time (metric periods, cooldowns)."""
+        return policy_seconds / self.time_scale
+
+    @property
+    def metrics_period_real_s(self) -> float:
+        return self.real_seconds(self.metrics_period_s)
 
     @property
     def artifacts_dir(self) -> Path:

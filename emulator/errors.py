@@ -7,6 +7,7 @@
     │   ├── ResourceInProgress      mutation of an endpoint that is Creating/Updating/Deleting
     │   ├── ModelDataNotFound       CreateModel whose s3:// model data does not exist
     │   └── EndpointNotFound        runtime call for an endpoint that is not InService
+    ├── ObjectNotFound              Application Auto Scaling: no such scalable target or policy
     ├── UnknownOperation            an API operation smlocal does not implement
     ├── PayloadTooLarge             request body over the invocation cap
     ├── ModelFault                  the container answered badly; becomes 424 ModelError
@@ -58,6 +59,10 @@ class ModelDataNotFound(ValidationFailed):
 
 class EndpointNotFound(ValidationFailed):
     """A runtime call names an endpoint that does not exist (or is not serving)."""
+
+
+class ObjectNotFound(SmlocalError):
+    """Application Auto Scaling's ObjectNotFoundException: no such scalable target or policy."""
 
 
 class UnknownOperation(SmlocalError):

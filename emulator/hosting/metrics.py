@@ -157,6 +157,15 @@ METRICS: tuple[MetricInfo, ...] = (
     ),
 )
 _INFO = {m.name: m for m in METRICS}
+COUNT_METRICS = frozenset(
+    {
+        "Invocations",
+        "InvocationsPerInstance",
+        "Invocation4XXErrors",
+        "Invocation5XXErrors",
+        "InvocationModelErrors",
+    }
+)
 
 
 class VariantSeries:
@@ -303,6 +312,35 @@ class Metrics:
         if memory is not None:
             p.memory.add(memory)
             series.memory_last = memory
+
+    def period_index(self) -> int:
+        """The index of the period now running (periods align on the epoch)."""
+        return int(self._clock() // self.period_s)
+
+    def datapoint(self, endpoint: str, variant: str, name: str, statistic: str, index: int) -> float | None:
+        """One statistic of one metric in one period, as a CloudWatch alarm reads it. Invocation
+        counts of a period without requests are 0 (SageMaker emits zeros); latencies and
+        utilisation without samples are missing (None)."""
+        series = self._series.get(endpoint, {}).get(variant)
+        period = None
+        if series is not None:
+            period = next((p for p in series.periods() if p.index == index), None)
+        if period is None:
+            period = Period(index)
+        stats = _period_metrics(endpoint, variant, period).get(name)
+        if stats is None:
+            return None
+        if name in COUNT_METRICS:
+            if statistic in ("Sum", "SampleCount"):
+                return float(stats[statistic])
+            # the per-request datapoints of a count are 1 (InvocationsPerInstance: 1/instances)
+            if not period.invocations:
+                return 0.0
+            return float(stats["Sum"]) / period.invocations if statistic == "Average" else None
+        if not stats.get("SampleCount"):
+            return None
+        value = stats.get(statistic)
+        return None if value is None else float(value)
 
     def forget(self, endpoint: str) -> None:
         self._series.pop(endpoint, None)

@@ -160,11 +160,16 @@ def save(path: Path, snapshot: Snapshot) -> None:
         "endpoint_configs": [_config_to_json(c) for c in snapshot.endpoint_configs],
         "endpoints": [_endpoint_to_json(e) for e in snapshot.endpoints],
     }
+    write_atomically(path, json.dumps(document, indent=1, sort_keys=True))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` in one rename: a reader sees the old file or the new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(document, fh, indent=1, sort_keys=True)
+            fh.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

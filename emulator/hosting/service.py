@@ -101,6 +101,8 @@ class HostingService:
         self.invoker = Invoker(config.limits.max_response_bytes, config.limits.invocation_timeout_s)
         self._ping_session: aiohttp.ClientSession | None = None
         self.deployer = Deployer(config, runtime, lambda: self.ping_session)
+        #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
+        self.deletion_listeners: list[Callable[[str], None]] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -139,6 +141,11 @@ class HostingService:
         await self.invoker.close()
         if self._ping_session is not None:
             await self._ping_session.close()
+
+    async def settled(self, name: str) -> None:
+        """Wait until the endpoint's running change (deployment, update, deletion) has finished."""
+        while (task := self._tasks.get(name.lower())) is not None:
+            await asyncio.gather(task, return_exceptions=True)
 
     async def wait_idle(self) -> None:
         """Wait for every running deployment/deletion (tests and `smlocal down`)."""
@@ -289,6 +296,8 @@ class HostingService:
         self._fault_contexts.pop(endpoint.name, None)
         suspects = self._suspects.pop(endpoint.name, [])
         self._spawn(endpoint.name, self._teardown(endpoint.name, fleet, suspects, pending))
+        for listener in self.deletion_listeners:
+            listener(endpoint.name)
 
     # ------------------------------------------------------------------ updates
 

@@ -79,3 +79,54 @@ def container_unreachable(reason: str, container: str = "primary") -> str:  # [U
 
 def request_too_large(limit: int) -> str:  # [O] 2018 text, with today's limit
     return f"HTTP content length exceeded {limit} bytes."
+
+
+# ---------------------------------------------------------------------- Application Auto Scaling (§9)
+
+
+def no_scalable_target(target: str) -> str:
+    """`target`: "service namespace: ..., resource ID: ..., scalable dimension: ..."."""
+    return f"No scalable target registered for {target}"
+
+
+def no_scaling_policy(target: str, policy_name: str) -> str:
+    return f"No scaling policy found for {target}, policy name: {policy_name}"
+
+
+def unsupported_scalable_target() -> str:
+    return (
+        "Unsupported service namespace, resource type or scalable dimension. smlocal scales the "
+        "sagemaker namespace's endpoint/{EndpointName}/variant/{VariantName} resources in the "
+        "sagemaker:variant:DesiredInstanceCount dimension."
+    )
+
+
+def capacities_required() -> str:  # [U]
+    return "MinCapacity and MaxCapacity are required for registering a new scalable target"
+
+
+def min_above_max() -> str:
+    return "Minimum capacity cannot be greater than maximum capacity"
+
+
+def endpoint_not_in_service(endpoint: str, status: str) -> str:  # [O] the second sentence; [U] the first
+    return (
+        f"Endpoint {endpoint} is in {status} status. "
+        "The status should be in 'InService' to register it as a scalable target."
+    )
+
+
+def scaling_endpoint_not_found(endpoint: str) -> str:  # [U]
+    return f"The endpoint {endpoint} does not exist."
+
+
+def scaling_variant_not_found(variant: str, endpoint: str) -> str:  # [U]
+    return f"The variant {variant} does not exist in endpoint {endpoint}."
+
+
+def predefined_metric_unsupported(dimension: str, supported: str) -> str:
+    return f"Scalable dimension {dimension} only supports the following predefined metric types: {supported}"
+
+
+def policy_configuration_required(policy_type: str, member: str) -> str:  # [U]
+    return f"{member} is required for the {policy_type} policy type."

@@ -16,6 +16,7 @@ from aiohttp import web
 from emulator.errors import (
     EngineError,
     ModelFault,
+    ObjectNotFound,
     PayloadTooLarge,
     SmlocalError,
     UnknownOperation,
@@ -38,6 +39,7 @@ class AwsError:
 TABLE: tuple[tuple[type[Exception], AwsError], ...] = (
     (ValidationFailed, AwsError("ValidationException", "ValidationError", 400)),
     (ModelFault, AwsError("ValidationException", "ModelError", 424)),
+    (ObjectNotFound, AwsError("ObjectNotFoundException", "ObjectNotFoundException", 400)),
     (PayloadTooLarge, AwsError("ValidationException", "", 413)),
     (UnknownOperation, AwsError("NotImplemented", "NotImplemented", 501)),
     (EngineError, AwsError("InternalFailure", "InternalFailure", 500)),
