@@ -1,7 +1,7 @@
 """Application Auto Scaling for endpoint variants: targets, policies, activities and the alarm clock.
 
-The control-plane calls (Register/Deregister/Describe targets, Put/Delete/Describe policies,
-Describe activities) change registries here. A background task wakes just after each metric period
+Targets and policies are records in `ScalingRegistry`; this module registers targets against live
+endpoints, keeps the scaling activities, and scales. A background task wakes just after each metric period
 closes, reads the period's datapoints from `Metrics` as CloudWatch alarms would, and scales through
 UpdateEndpointWeightsAndCapacities, recording a scaling activity for each change (shared/spec/
 hosting-contract.md §9; decisions in emulator.model.scaling; docs/autoscaling.md).
@@ -17,14 +17,15 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from emulator.config import ServerConfig
-from emulator.errors import ObjectNotFound, ResourceNotFound, SmlocalError, ValidationFailed
+from emulator.errors import ResourceNotFound, SmlocalError, ValidationFailed
 from emulator.hosting import scaling_store
-from emulator.hosting.metrics import COUNT_METRICS, METRICS, Metrics
+from emulator.hosting.metrics import Metrics
+from emulator.hosting.scaling_registry import ScalingRegistry, variant_of
 from emulator.hosting.service import HostingService
 from emulator.model import messages
 from emulator.model import scaling as sc
@@ -32,8 +33,7 @@ from emulator.model.resources import EndpointStatus
 
 log = logging.getLogger(__name__)
 
-ACTIVITIES_KEPT = 1000  # per target
-SUPPORTED_PREDEFINED = (sc.INVOCATIONS_PER_INSTANCE,)
+ACTIVITIES_KEPT = 1000  # per target, in memory (the newest 100 are persisted)
 
 
 def _now() -> datetime:
@@ -66,13 +66,11 @@ class AutoScaler:
         self.config = config
         self.service = service
         self.metrics = metrics
-        self.arns = sc.ScalingArns(config.region, config.account_id)
         self._wall = wall
         self._monotonic = monotonic
-        self.targets: dict[sc.TargetKey, sc.ScalableTarget] = {}
-        self.policies: dict[tuple[sc.TargetKey, str], sc.ScalingPolicy] = {}
-        #: the first metric period each policy's alarms read (the first full period after it was put)
-        self._first_period: dict[tuple[sc.TargetKey, str], int] = {}
+        self.registry = ScalingRegistry(
+            sc.ScalingArns(config.region, config.account_id), wall, metrics.period_index, self._persist
+        )
         self._state: dict[sc.TargetKey, _TargetState] = {}
         self._task: asyncio.Task[None] | None = None
         self._path = config.state_dir / "autoscaling.json"
@@ -82,12 +80,7 @@ class AutoScaler:
 
     def start(self) -> None:
         snapshot = scaling_store.load(self._path)
-        index = self.metrics.period_index()
-        for target in snapshot.targets:
-            self.targets[target.key] = target
-        for policy in snapshot.policies:
-            self.policies[(policy.key, policy.name)] = policy
-            self._first_period[(policy.key, policy.name)] = index + 1
+        self.registry.load(snapshot.targets, snapshot.policies)
         for activity in snapshot.activities:
             self._target_state(activity.key).activities.append(activity)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="autoscaler")
@@ -105,7 +98,9 @@ class AutoScaler:
         activities = [a for s in self._state.values() for a in s.activities[-100:]]
         scaling_store.save(
             self._path,
-            scaling_store.Snapshot(list(self.targets.values()), list(self.policies.values()), activities),
+            scaling_store.Snapshot(
+                list(self.registry.targets.values()), list(self.registry.policies.values()), activities
+            ),
         )
 
     def _target_state(self, key: sc.TargetKey) -> _TargetState:
@@ -114,13 +109,7 @@ class AutoScaler:
             state = self._state[key] = _TargetState()
         return state
 
-    # ------------------------------------------------------------------ scalable targets
-
-    def _variant(self, key: sc.TargetKey) -> sc.VariantRef:
-        ref = sc.parse_resource_id(key.resource_id)
-        if key.namespace != sc.SERVICE_NAMESPACE or key.dimension != sc.VARIANT_DIMENSION or ref is None:
-            raise ValidationFailed(messages.unsupported_scalable_target())
-        return ref
+    # ------------------------------------------------------------------ targets on live endpoints
 
     def register_scalable_target(
         self,
@@ -131,173 +120,29 @@ class AutoScaler:
         suspended: sc.Suspended | None,
         tags: tuple[tuple[str, str], ...],
     ) -> sc.ScalableTarget:
-        ref = self._variant(key)
+        """Register (or change) a target; a capacity outside the new range is brought inside at once."""
+        ref = variant_of(key)
         current = self._capacity(ref, registering=True)
-        existing = self.targets.get(key)
-        if existing is None:
-            if min_capacity is None or max_capacity is None:
-                raise ValidationFailed(messages.capacities_required())
-            target = sc.ScalableTarget(
-                key=key,
-                arn=self.arns.scalable_target(uuid.uuid4().hex),
-                min_capacity=min_capacity,
-                max_capacity=max_capacity,
-                role_arn=role_arn or self.arns.service_linked_role(),
-                creation_time=self._wall(),
-                suspended=suspended or sc.Suspended(),
-                tags=tags,
-            )
-        else:
-            target = dataclasses.replace(
-                existing,
-                min_capacity=existing.min_capacity if min_capacity is None else min_capacity,
-                max_capacity=existing.max_capacity if max_capacity is None else max_capacity,
-                suspended=existing.suspended if suspended is None else suspended,
-            )
-        if target.min_capacity > target.max_capacity:
-            raise ValidationFailed(messages.min_above_max())
-        self.targets[key] = target
-        self._persist()
+        target = self.registry.put_target(key, min_capacity, max_capacity, role_arn, suspended, tags)
         self._enforce_range(target, ref, current)
         return target
 
     def deregister_scalable_target(self, key: sc.TargetKey) -> None:
-        if key not in self.targets:
-            raise ObjectNotFound(messages.no_scalable_target(key.describe()))
+        self.registry.target(key)
         self._drop(key)
-        self._persist()
 
     def _drop(self, key: sc.TargetKey) -> None:
-        self.targets.pop(key, None)
-        for policy_key in [k for k in self.policies if k[0] == key]:
-            self.policies.pop(policy_key)
-            self._first_period.pop(policy_key, None)
+        self.registry.drop(key)
         state = self._state.get(key)
         if state is not None and state.action is not None:
             state.action.cancel()
 
     def _endpoint_deleted(self, endpoint: str) -> None:
         """DeleteEndpoint deregisters the endpoint's targets (spec §9)."""
-        gone = [
-            k
-            for k in self.targets
-            if (r := sc.parse_resource_id(k.resource_id)) and r.endpoint.lower() == endpoint.lower()
-        ]
-        for key in gone:
+        for key in self.registry.keys_of_endpoint(endpoint):
             self._drop(key)
-        if gone:
-            self._persist()
 
-    def describe_scalable_targets(
-        self, namespace: str, resource_ids: Iterable[str] | None, dimension: str | None
-    ) -> list[sc.ScalableTarget]:
-        wanted = set(resource_ids) if resource_ids else None
-        return sorted(
-            (
-                t
-                for t in self.targets.values()
-                if t.key.namespace == namespace
-                and (wanted is None or t.key.resource_id in wanted)
-                and (dimension is None or t.key.dimension == dimension)
-            ),
-            key=lambda t: t.creation_time,
-        )
-
-    # ------------------------------------------------------------------ policies
-
-    def put_scaling_policy(
-        self,
-        name: str,
-        key: sc.TargetKey,
-        policy_type: sc.PolicyType,
-        target_tracking: sc.TargetTracking | None,
-        step_scaling: sc.StepScaling | None,
-    ) -> sc.ScalingPolicy:
-        self._variant(key)
-        if key not in self.targets:
-            raise ObjectNotFound(messages.no_scalable_target(key.describe()))
-        if policy_type is sc.PolicyType.TARGET_TRACKING:
-            if target_tracking is None:
-                raise ValidationFailed(
-                    messages.policy_configuration_required(
-                        policy_type, "TargetTrackingScalingPolicyConfiguration"
-                    )
-                )
-            self._check_tracking(key, target_tracking)
-            step_scaling = None
-        else:
-            if step_scaling is None:
-                raise ValidationFailed(
-                    messages.policy_configuration_required(policy_type, "StepScalingPolicyConfiguration")
-                )
-            target_tracking = None
-        existing = self.policies.get((key, name))
-        if existing is not None and existing.policy_type is policy_type:
-            policy = dataclasses.replace(existing, target_tracking=target_tracking, step_scaling=step_scaling)
-        else:
-            policy_id = str(uuid.uuid4())
-            alarms: tuple[sc.Alarm, ...] = ()
-            if policy_type is sc.PolicyType.TARGET_TRACKING:
-                alarms = tuple(
-                    sc.Alarm(n, self.arns.alarm(n)) for n in sc.alarm_names(key.resource_id, policy_id)
-                )
-            policy = sc.ScalingPolicy(
-                name=name,
-                arn=self.arns.policy(policy_id, key, name),
-                key=key,
-                policy_type=policy_type,
-                creation_time=self._wall(),
-                target_tracking=target_tracking,
-                step_scaling=step_scaling,
-                alarms=alarms,
-            )
-        self.policies[(key, name)] = policy
-        self._first_period[(key, name)] = self.metrics.period_index() + 1
-        self._persist()
-        return policy
-
-    def _check_tracking(self, key: sc.TargetKey, config: sc.TargetTracking) -> None:
-        if config.predefined_metric is None and config.customized_metric is None:
-            raise ValidationFailed(
-                "TargetTrackingScalingPolicyConfiguration needs a PredefinedMetricSpecification or a "
-                "CustomizedMetricSpecification."
-            )
-        if config.predefined_metric is not None and config.predefined_metric not in SUPPORTED_PREDEFINED:
-            raise ValidationFailed(
-                messages.predefined_metric_unsupported(key.dimension, ", ".join(SUPPORTED_PREDEFINED))
-            )
-        custom = config.customized_metric
-        if custom is not None:
-            problem = custom_metric_problem(custom)
-            if problem:
-                raise ValidationFailed(problem)
-
-    def delete_scaling_policy(self, name: str, key: sc.TargetKey) -> None:
-        if (key, name) not in self.policies:
-            raise ObjectNotFound(messages.no_scaling_policy(key.describe(), name))
-        self.policies.pop((key, name))
-        self._first_period.pop((key, name), None)
-        self._persist()
-
-    def describe_scaling_policies(
-        self,
-        namespace: str,
-        names: Iterable[str] | None,
-        resource_id: str | None,
-        dimension: str | None,
-    ) -> list[sc.ScalingPolicy]:
-        wanted = set(names) if names else None
-        return sorted(
-            (
-                p
-                for p in self.policies.values()
-                if p.key.namespace == namespace
-                and (wanted is None or p.name in wanted)
-                and (resource_id is None or p.key.resource_id == resource_id)
-                and (dimension is None or p.key.dimension == dimension)
-            ),
-            key=lambda p: p.creation_time,
-        )
+    # ------------------------------------------------------------------ activities
 
     def describe_scaling_activities(
         self, namespace: str, resource_id: str | None, dimension: str | None, include_not_scaled: bool
@@ -328,68 +173,123 @@ class AutoScaler:
                 log.exception("autoscaling evaluation failed")
 
     def evaluate(self) -> None:
-        """Evaluate every target's policies on the periods closed so far (one call per period)."""
+        """Evaluate every target's tracking policies on the periods closed so far (once per period)."""
         last = self.metrics.period_index() - 1
-        for key, target in list(self.targets.items()):
-            state = self._target_state(key)
-            if state.action is not None and not state.action.done():
-                continue  # one scaling activity at a time per target
-            ref = sc.parse_resource_id(key.resource_id)
-            assert ref is not None
-            try:
-                current = self._capacity(ref)
-            except (ResourceNotFound, ValidationFailed):
-                continue  # not InService now (an update or a deletion under way)
-            if self._enforce_range(target, ref, current):
-                continue
-            self._evaluate_policies(target, ref, state, current, last)
+        for key, target in list(self.registry.targets.items()):
+            live = self._live(key, target)
+            if live is not None:
+                self._evaluate_tracking(target, *live, last)
 
-    def _evaluate_policies(
+    def _live(
+        self, key: sc.TargetKey, target: sc.ScalableTarget
+    ) -> tuple[sc.VariantRef, _TargetState, int] | None:
+        """The target's variant, state and capacity when it may scale now (no activity running, the
+        endpoint InService, the capacity within range), else None."""
+        state = self._target_state(key)
+        if state.action is not None and not state.action.done():
+            return None  # one scaling activity at a time per target
+        ref = variant_of(key)
+        try:
+            current = self._capacity(ref)
+        except (ResourceNotFound, ValidationFailed):
+            return None  # not InService now (an update or a deletion under way)
+        if self._enforce_range(target, ref, current):
+            return None
+        return ref, state, current
+
+    def _evaluate_tracking(
         self, target: sc.ScalableTarget, ref: sc.VariantRef, state: _TargetState, current: int, last: int
     ) -> None:
-        verdicts: list[tuple[sc.ScalingPolicy, sc.TrackingVerdict]] = []
-        for (key, name), policy in self.policies.items():
-            if key != target.key or policy.target_tracking is None:
+        verdicts: list[tuple[sc.ScalingPolicy, sc.TargetTracking, sc.TrackingVerdict]] = []
+        for policy, first in self.registry.policies_of(target.key):
+            config = policy.target_tracking
+            if config is None:
                 continue
-            first = self._first_period.get((key, name), last + 1)
-            needed = sc.SCALE_IN_DATAPOINTS
-            indexes = range(max(first, last - needed + 1), last + 1)
-            points = [self._datapoint(ref, policy.target_tracking, i) for i in indexes]
-            verdicts.append(
-                (policy, sc.evaluate_tracking(policy.target_tracking, policy.alarms, points, current))
-            )
-        if not verdicts:
-            return
-        now = self._monotonic()
-        outs = [(p, v) for p, v in verdicts if v.direction == "out"]
+            indexes = range(max(first, last - sc.SCALE_IN_DATAPOINTS + 1), last + 1)
+            points = [self._datapoint(ref, config, i) for i in indexes]
+            verdicts.append((policy, config, sc.evaluate_tracking(config, policy.alarms, points, current)))
+        outs = [v for v in verdicts if v[2].direction == "out"]
         if outs:
             if target.suspended.scale_out:
                 return
-            policy, verdict = max(outs, key=lambda pv: pv[1].capacity)
-            assert policy.target_tracking is not None and verdict.metric is not None
-            in_cooldown = (
-                state.scale_out_at is not None and now < state.scale_out_at + state.scale_out_cooldown_s
-            )
+            policy, config, verdict = max(outs, key=lambda v: v[2].capacity)
+            assert verdict.metric is not None
             # During the scale-out cooldown the capacity the last scale-out added counts: scale out
             # again only if the metric asks for more than that, reckoned from the capacity before it.
-            if in_cooldown:
-                wanted = sc.tracking_capacity(
-                    state.scale_out_from, verdict.metric, policy.target_tracking.target_value
-                )
-                if wanted <= current:
-                    return
-            self._decide(target, ref, state, current, verdict.capacity, policy, verdict, "out")
+            if self._cooling(state, "out") and (
+                sc.tracking_capacity(state.scale_out_from, verdict.metric, config.target_value) <= current
+            ):
+                return
+            self._decide(
+                target,
+                ref,
+                state,
+                current,
+                verdict.capacity,
+                policy,
+                verdict.alarm,
+                config.effective_scale_out_cooldown,
+            )
             return
-        ins = [(p, v) for p, v in verdicts if v.direction == "in"]
-        tracking_that_may_scale_in = [
-            p for p, _ in verdicts if p.target_tracking is not None and not p.target_tracking.disable_scale_in
-        ]
-        if not ins or len(ins) != len(tracking_that_may_scale_in) or target.suspended.scale_in:
-            return  # scale in only when every policy that may scale in agrees
-        if state.scale_in_at is not None and now < state.scale_in_at + state.scale_in_cooldown_s:
-            return
-        policy, verdict = max(ins, key=lambda pv: pv[1].capacity)
-        self._decide(target, ref, state, current, verdict.capacity, policy, verdict, "in")
+        ins = [v for v in verdicts if v[2].direction == "in"]
+        may_scale_in = [v for v in verdicts if not v[1].disable_scale_in]
+        if (
+            not ins
+            or len(ins) != len(may_scale_in)
+            or target.suspended.scale_in
+            or self._cooling(state, "in")
+        ):
+            return  # scale in only when every policy that may scale in agrees, outside the cooldown
+        policy, config, verdict = max(ins, key=lambda v: v[2].capacity)
+        self._decide(
+            target,
+            ref,
+            state,
+            current,
+            verdict.capacity,
+            policy,
+            verdict.alarm,
+            config.effective_scale_in_cooldown,
+        )
+
+    def alarm_fired(self, policy_arn: str, alarm_name: str, metric: float, threshold: float) -> bool:
+        """A CloudWatch alarm in ALARM invokes a step scaling policy (once per evaluation period while
+        it stays in ALARM, as alarms with Application Auto Scaling actions do). The step whose
+        interval, relative to the threshold, holds the metric sets the capacity. False when the ARN
+        names no step scaling policy."""
+        policy = self.registry.policy_by_arn(policy_arn)
+        if policy is None or policy.step_scaling is None:
+            return False
+        target = self.registry.targets.get(policy.key)
+        live = None if target is None else self._live(policy.key, target)
+        if target is None or live is None:
+            return True
+        ref, state, current = live
+        config = policy.step_scaling
+        wanted = sc.step_capacity(config, current, metric, threshold)
+        if wanted is None or wanted == current:
+            return True
+        direction = "out" if wanted > current else "in"
+        if target.suspended.scale_out if direction == "out" else target.suspended.scale_in:
+            return True
+        if self._cooling(state, direction):
+            if direction == "in":
+                return True
+            # a scale-out in the cooldown only adds what exceeds the last scale-out's capacity
+            from_before = sc.step_capacity(config, state.scale_out_from, metric, threshold)
+            if from_before is None or from_before <= current:
+                return True
+            wanted = from_before
+        alarm = sc.Alarm(alarm_name, "")
+        cooldown = sc.DEFAULT_COOLDOWN_S if config.cooldown is None else config.cooldown
+        self._decide(target, ref, state, current, wanted, policy, alarm, cooldown)
+        return True
+
+    def _cooling(self, state: _TargetState, direction: str) -> bool:
+        now = self._monotonic()
+        if direction == "out":
+            return state.scale_out_at is not None and now < state.scale_out_at + state.scale_out_cooldown_s
+        return state.scale_in_at is not None and now < state.scale_in_at + state.scale_in_cooldown_s
 
     def _decide(
         self,
@@ -399,11 +299,12 @@ class AutoScaler:
         current: int,
         wanted: int,
         policy: sc.ScalingPolicy,
-        verdict: sc.TrackingVerdict,
-        direction: str,
+        alarm: sc.Alarm | None,
+        cooldown: int,
     ) -> None:
-        alarm = verdict.alarm.name if verdict.alarm is not None else "(none)"
-        cause = f"monitor alarm {alarm} in state ALARM triggered policy {policy.name}"
+        """Scale to `wanted` within the target's range, or record why not (once per reason)."""
+        name = alarm.name if alarm is not None else "(none)"
+        cause = f"monitor alarm {name} in state ALARM triggered policy {policy.name}"
         capacity = self._bounded(target, wanted)
         if capacity == current:
             reason = sc.not_scaled(wanted, current, target)
@@ -411,12 +312,7 @@ class AutoScaler:
                 state.last_not_scaled = reason.code
                 self._record_not_scaled(target.key, wanted, cause, reason)
             return
-        assert policy.target_tracking is not None
-        cooldown = (
-            policy.target_tracking.effective_scale_out_cooldown
-            if direction == "out"
-            else policy.target_tracking.effective_scale_in_cooldown
-        )
+        direction = "out" if capacity > current else "in"
         if direction == "out":
             state.scale_out_from = current
         self._act(target.key, ref, capacity, cause, direction, self.config.real_seconds(cooldown))
@@ -563,18 +459,3 @@ class AutoScaler:
             state.scale_in_at = None  # a scale-out ends the scale-in cooldown
         elif direction == "in":
             state.scale_in_at, state.scale_in_cooldown_s = now, cooldown_s
-
-
-def custom_metric_problem(custom: sc.CustomizedMetric) -> str | None:
-    """Why smlocal cannot track a customized metric, or None. smlocal publishes the metrics of
-    docs/metrics.md per EndpointName and VariantName."""
-    known = {(m.namespace, m.name) for m in METRICS}
-    if (custom.namespace, custom.metric_name) not in known:
-        names = ", ".join(f"{ns}/{n}" for ns, n in sorted(known))
-        return f"smlocal publishes no metric {custom.namespace}/{custom.metric_name}; it publishes {names}."
-    dims = dict(custom.dimensions)
-    if set(dims) != {"EndpointName", "VariantName"}:
-        return "smlocal's metrics have exactly the dimensions EndpointName and VariantName."
-    if custom.metric_name in COUNT_METRICS and custom.statistic not in ("Sum", "SampleCount", "Average"):
-        return f"smlocal supports the statistics Sum, SampleCount and Average for {custom.metric_name}."
-    return None

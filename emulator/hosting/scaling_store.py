@@ -39,6 +39,12 @@ def _time(v: str | None) -> datetime | None:
     return None if v is None else datetime.fromisoformat(v)
 
 
+def _required_time(v: str) -> datetime:
+    if not isinstance(v, str):
+        raise TypeError(f"a timestamp is required, not {v!r}")
+    return datetime.fromisoformat(v)
+
+
 def _target(t: sc.ScalableTarget) -> dict[str, Any]:
     return {
         "key": _key(t.key),
@@ -53,8 +59,7 @@ def _target(t: sc.ScalableTarget) -> dict[str, Any]:
 
 
 def _untarget(d: dict[str, Any]) -> sc.ScalableTarget:
-    created = _time(d["created"])
-    assert created is not None
+    created = _required_time(d["created"])
     return sc.ScalableTarget(
         key=_unkey(d["key"]),
         arn=d["arn"],
@@ -144,8 +149,7 @@ def _policy(p: sc.ScalingPolicy) -> dict[str, Any]:
 
 
 def _unpolicy(d: dict[str, Any]) -> sc.ScalingPolicy:
-    created = _time(d["created"])
-    assert created is not None
+    created = _required_time(d["created"])
     return sc.ScalingPolicy(
         name=d["name"],
         arn=d["arn"],
@@ -176,8 +180,7 @@ def _activity(a: sc.ScalingActivity) -> dict[str, Any]:
 
 
 def _unactivity(d: dict[str, Any]) -> sc.ScalingActivity:
-    start = _time(d["start"])
-    assert start is not None
+    start = _required_time(d["start"])
     status = sc.ActivityStatus(d["status"])
     message = d.get("message")
     end = _time(d.get("end"))
@@ -218,11 +221,13 @@ def load(path: Path) -> Snapshot:
         log.warning("ignoring unreadable %s: %s", path, exc)
         return Snapshot()
     try:
+        if not isinstance(document, dict):
+            raise TypeError("not a JSON object")
         return Snapshot(
             [_untarget(d) for d in document.get("targets", [])],
             [_unpolicy(d) for d in document.get("policies", [])],
             [_unactivity(d) for d in document.get("activities", [])],
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         log.warning("ignoring malformed %s: %s", path, exc)
         return Snapshot()

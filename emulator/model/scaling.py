@@ -269,12 +269,20 @@ def evaluate_tracking(
 
 def step_capacity(config: StepScaling, current: int, metric: float, threshold: float) -> int | None:
     """The capacity a step policy sets for a metric value when its alarm (at `threshold`) fires:
-    the step whose [lower, upper) interval, relative to the threshold, holds the metric."""
+    the step whose interval, relative to the threshold, holds the metric. At or above the threshold
+    an interval is [lower, upper); below it, (lower, upper] (as StepAdjustment documents); at the
+    threshold itself, a bound of 0 on either side matches."""
     delta = metric - threshold
     for step in config.step_adjustments:
         lower = -math.inf if step.lower_bound is None else step.lower_bound
         upper = math.inf if step.upper_bound is None else step.upper_bound
-        if lower <= delta < upper or (upper == math.inf and delta >= lower):
+        if delta > 0:
+            inside = lower <= delta < upper
+        elif delta < 0:
+            inside = lower < delta <= upper
+        else:  # at the threshold: a step ending or starting there (scale-in or scale-out policies)
+            inside = lower <= 0 <= upper
+        if inside:
             return apply_adjustment(config, current, step.scaling_adjustment)
     return None
 

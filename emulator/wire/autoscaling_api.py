@@ -270,7 +270,7 @@ async def deregister_scalable_target(scaler: AutoScaler, p: Params) -> dict[str,
 
 
 async def describe_scalable_targets(scaler: AutoScaler, p: Params) -> dict[str, Any]:
-    found = scaler.describe_scalable_targets(
+    found = scaler.registry.describe_scalable_targets(
         p["ServiceNamespace"], p.get("ResourceIds"), p.get("ScalableDimension")
     )
     items, token = _page(found, p)
@@ -281,7 +281,7 @@ async def describe_scalable_targets(scaler: AutoScaler, p: Params) -> dict[str, 
 
 
 async def put_scaling_policy(scaler: AutoScaler, p: Params) -> dict[str, Any]:
-    policy = scaler.put_scaling_policy(
+    policy = scaler.registry.put_scaling_policy(
         p["PolicyName"],
         _key(p),
         sc.PolicyType(p.get("PolicyType") or sc.PolicyType.STEP),
@@ -292,12 +292,12 @@ async def put_scaling_policy(scaler: AutoScaler, p: Params) -> dict[str, Any]:
 
 
 async def delete_scaling_policy(scaler: AutoScaler, p: Params) -> dict[str, Any]:
-    scaler.delete_scaling_policy(p["PolicyName"], _key(p))
+    scaler.registry.delete_scaling_policy(p["PolicyName"], _key(p))
     return {}
 
 
 async def describe_scaling_policies(scaler: AutoScaler, p: Params) -> dict[str, Any]:
-    found = scaler.describe_scaling_policies(
+    found = scaler.registry.describe_scaling_policies(
         p["ServiceNamespace"], p.get("PolicyNames"), p.get("ResourceId"), p.get("ScalableDimension")
     )
     items, token = _page(found, p)

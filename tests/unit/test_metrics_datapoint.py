@@ -10,8 +10,8 @@ import pytest
 
 from emulator.config import ServerConfig
 from emulator.hosting import metrics as m
-from emulator.hosting.autoscaler import custom_metric_problem
 from emulator.hosting.metrics import Metrics
+from emulator.hosting.scaling_registry import custom_metric_problem
 from emulator.model.scaling import CustomizedMetric
 
 T0 = 1_800_000_000.0  # a period boundary: 30_000_000 x 60
@@ -248,12 +248,6 @@ def test_min_max_of_a_count(name: str, statistic: str) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="custom_metric_problem accepts any statistic for latency/utilization metrics (AWS allows "
-    "only Average|Minimum|Maximum|SampleCount|Sum); Metrics.datapoint then always gives None",
-)
 @pytest.mark.parametrize("statistic", ["Bogus", "p99"])
 def test_unknown_statistic(statistic: str) -> None:
     assert custom_metric_problem(CustomizedMetric("ModelLatency", SAGEMAKER, DIMS, statistic)) is not None

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
-
 from emulator.model import scaling as sc
 from emulator.model.scaling import (
     Alarm,
@@ -226,12 +224,6 @@ def test_step_capacity_below_threshold_inside_intervals() -> None:
     assert sc.step_capacity(config, 5, 30.0, 50.0) == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="step_capacity treats every interval as [lower, upper); below the threshold AWS uses "
-    "(lower, upper]: 'greater than 40 and less than or equal to 50: lower bound -10, upper bound 0'",
-)
 def test_step_capacity_below_threshold_bounds_as_aws() -> None:
     config = step("ChangeInCapacity", (-10, 0, -1), (None, -10, -2))
     assert sc.step_capacity(config, 5, 50.0, 50.0) == 4  # at the threshold: upper bound inclusive

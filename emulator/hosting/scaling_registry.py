@@ -1,0 +1,249 @@
+"""Scalable targets and their scaling policies: the control plane's records, validated.
+
+Nothing scales here; emulator.hosting.autoscaler reads these records and acts. Every change calls
+`on_change` (the autoscaler persists autoscaling.json).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from emulator.errors import ObjectNotFound, ValidationFailed
+from emulator.hosting.metrics import COUNT_METRICS, METRICS
+from emulator.model import messages
+from emulator.model import scaling as sc
+
+SUPPORTED_PREDEFINED = (sc.INVOCATIONS_PER_INSTANCE,)
+STATISTICS = ("Average", "Minimum", "Maximum", "SampleCount", "Sum")
+
+
+def variant_of(key: sc.TargetKey) -> sc.VariantRef:
+    """The endpoint variant a target names; ValidationFailed for anything smlocal cannot scale."""
+    ref = sc.parse_resource_id(key.resource_id)
+    if key.namespace != sc.SERVICE_NAMESPACE or key.dimension != sc.VARIANT_DIMENSION or ref is None:
+        raise ValidationFailed(messages.unsupported_scalable_target())
+    return ref
+
+
+class ScalingRegistry:
+    def __init__(
+        self,
+        arns: sc.ScalingArns,
+        wall: Callable[[], datetime],
+        period_index: Callable[[], int],
+        on_change: Callable[[], None],
+    ) -> None:
+        self.arns = arns
+        self._wall = wall
+        self._period_index = period_index
+        self._on_change = on_change
+        self.targets: dict[sc.TargetKey, sc.ScalableTarget] = {}
+        self.policies: dict[tuple[sc.TargetKey, str], sc.ScalingPolicy] = {}
+        #: the first metric period each policy's alarms read: the first full one after it was put
+        self._first_period: dict[tuple[sc.TargetKey, str], int] = {}
+
+    def load(self, targets: Iterable[sc.ScalableTarget], policies: Iterable[sc.ScalingPolicy]) -> None:
+        first = self._period_index() + 1
+        for target in targets:
+            self.targets[target.key] = target
+        for policy in policies:
+            self.policies[(policy.key, policy.name)] = policy
+            self._first_period[(policy.key, policy.name)] = first
+
+    # ------------------------------------------------------------------ scalable targets
+
+    def put_target(
+        self,
+        key: sc.TargetKey,
+        min_capacity: int | None,
+        max_capacity: int | None,
+        role_arn: str | None,
+        suspended: sc.Suspended | None,
+        tags: tuple[tuple[str, str], ...],
+    ) -> sc.ScalableTarget:
+        """Register a new target or change an existing one (the fields given)."""
+        existing = self.targets.get(key)
+        if existing is None:
+            if min_capacity is None or max_capacity is None:
+                raise ValidationFailed(messages.capacities_required())
+            target = sc.ScalableTarget(
+                key=key,
+                arn=self.arns.scalable_target(uuid.uuid4().hex),
+                min_capacity=min_capacity,
+                max_capacity=max_capacity,
+                role_arn=role_arn or self.arns.service_linked_role(),
+                creation_time=self._wall(),
+                suspended=suspended or sc.Suspended(),
+                tags=tags,
+            )
+        else:
+            target = dataclasses.replace(
+                existing,
+                min_capacity=existing.min_capacity if min_capacity is None else min_capacity,
+                max_capacity=existing.max_capacity if max_capacity is None else max_capacity,
+                suspended=existing.suspended if suspended is None else suspended,
+            )
+        if target.min_capacity > target.max_capacity:
+            raise ValidationFailed(messages.min_above_max())
+        self.targets[key] = target
+        self._on_change()
+        return target
+
+    def target(self, key: sc.TargetKey) -> sc.ScalableTarget:
+        target = self.targets.get(key)
+        if target is None:
+            raise ObjectNotFound(messages.no_scalable_target(key.describe()))
+        return target
+
+    def drop(self, key: sc.TargetKey) -> None:
+        """Forget a target and its policies (DeregisterScalableTarget, DeleteEndpoint)."""
+        self.targets.pop(key, None)
+        for policy_key in [k for k in self.policies if k[0] == key]:
+            self.policies.pop(policy_key)
+            self._first_period.pop(policy_key, None)
+        self._on_change()
+
+    def keys_of_endpoint(self, endpoint: str) -> list[sc.TargetKey]:
+        return [
+            k
+            for k in self.targets
+            if (r := sc.parse_resource_id(k.resource_id)) is not None
+            and r.endpoint.lower() == endpoint.lower()
+        ]
+
+    def describe_scalable_targets(
+        self, namespace: str, resource_ids: Iterable[str] | None, dimension: str | None
+    ) -> list[sc.ScalableTarget]:
+        wanted = set(resource_ids) if resource_ids else None
+        return sorted(
+            (
+                t
+                for t in self.targets.values()
+                if t.key.namespace == namespace
+                and (wanted is None or t.key.resource_id in wanted)
+                and (dimension is None or t.key.dimension == dimension)
+            ),
+            key=lambda t: t.creation_time,
+        )
+
+    # ------------------------------------------------------------------ policies
+
+    def put_scaling_policy(
+        self,
+        name: str,
+        key: sc.TargetKey,
+        policy_type: sc.PolicyType,
+        target_tracking: sc.TargetTracking | None,
+        step_scaling: sc.StepScaling | None,
+    ) -> sc.ScalingPolicy:
+        variant_of(key)
+        self.target(key)
+        if policy_type is sc.PolicyType.TARGET_TRACKING:
+            if target_tracking is None:
+                raise ValidationFailed(
+                    messages.policy_configuration_required(
+                        policy_type, "TargetTrackingScalingPolicyConfiguration"
+                    )
+                )
+            _check_tracking(key, target_tracking)
+            step_scaling = None
+        else:
+            if step_scaling is None:
+                raise ValidationFailed(
+                    messages.policy_configuration_required(policy_type, "StepScalingPolicyConfiguration")
+                )
+            target_tracking = None
+        existing = self.policies.get((key, name))
+        if existing is not None and existing.policy_type is policy_type:
+            policy = dataclasses.replace(existing, target_tracking=target_tracking, step_scaling=step_scaling)
+        else:
+            policy_id = str(uuid.uuid4())
+            alarms: tuple[sc.Alarm, ...] = ()
+            if policy_type is sc.PolicyType.TARGET_TRACKING:
+                alarms = tuple(
+                    sc.Alarm(n, self.arns.alarm(n)) for n in sc.alarm_names(key.resource_id, policy_id)
+                )
+            policy = sc.ScalingPolicy(
+                name=name,
+                arn=self.arns.policy(policy_id, key, name),
+                key=key,
+                policy_type=policy_type,
+                creation_time=self._wall(),
+                target_tracking=target_tracking,
+                step_scaling=step_scaling,
+                alarms=alarms,
+            )
+        self.policies[(key, name)] = policy
+        self._first_period[(key, name)] = self._period_index() + 1
+        self._on_change()
+        return policy
+
+    def delete_scaling_policy(self, name: str, key: sc.TargetKey) -> None:
+        if (key, name) not in self.policies:
+            raise ObjectNotFound(messages.no_scaling_policy(key.describe(), name))
+        self.policies.pop((key, name))
+        self._first_period.pop((key, name), None)
+        self._on_change()
+
+    def describe_scaling_policies(
+        self,
+        namespace: str,
+        names: Iterable[str] | None,
+        resource_id: str | None,
+        dimension: str | None,
+    ) -> list[sc.ScalingPolicy]:
+        wanted = set(names) if names else None
+        return sorted(
+            (
+                p
+                for p in self.policies.values()
+                if p.key.namespace == namespace
+                and (wanted is None or p.name in wanted)
+                and (resource_id is None or p.key.resource_id == resource_id)
+                and (dimension is None or p.key.dimension == dimension)
+            ),
+            key=lambda p: p.creation_time,
+        )
+
+    def policies_of(self, key: sc.TargetKey) -> list[tuple[sc.ScalingPolicy, int]]:
+        """A target's policies, each with the first metric period its alarms read."""
+        return [(p, self._first_period.get((k, n), 0)) for (k, n), p in self.policies.items() if k == key]
+
+    def policy_by_arn(self, arn: str) -> sc.ScalingPolicy | None:
+        return next((p for p in self.policies.values() if p.arn == arn), None)
+
+
+def _check_tracking(key: sc.TargetKey, config: sc.TargetTracking) -> None:
+    if config.predefined_metric is None and config.customized_metric is None:
+        raise ValidationFailed(
+            "TargetTrackingScalingPolicyConfiguration needs a PredefinedMetricSpecification or a "
+            "CustomizedMetricSpecification."
+        )
+    if config.predefined_metric is not None and config.predefined_metric not in SUPPORTED_PREDEFINED:
+        raise ValidationFailed(
+            messages.predefined_metric_unsupported(key.dimension, ", ".join(SUPPORTED_PREDEFINED))
+        )
+    if config.customized_metric is not None:
+        problem = custom_metric_problem(config.customized_metric)
+        if problem:
+            raise ValidationFailed(problem)
+
+
+def custom_metric_problem(custom: sc.CustomizedMetric) -> str | None:
+    """Why smlocal cannot track a customized metric, or None. smlocal publishes the metrics of
+    docs/metrics.md per EndpointName and VariantName."""
+    known = {(m.namespace, m.name) for m in METRICS}
+    if (custom.namespace, custom.metric_name) not in known:
+        names = ", ".join(f"{ns}/{n}" for ns, n in sorted(known))
+        return f"smlocal publishes no metric {custom.namespace}/{custom.metric_name}; it publishes {names}."
+    dims = dict(custom.dimensions)
+    if set(dims) != {"EndpointName", "VariantName"}:
+        return "smlocal's metrics have exactly the dimensions EndpointName and VariantName."
+    if custom.statistic not in STATISTICS:
+        return f"Statistic must be one of {', '.join(STATISTICS)}, not {custom.statistic}."
+    if custom.metric_name in COUNT_METRICS and custom.statistic not in ("Sum", "SampleCount", "Average"):
+        return f"smlocal supports the statistics Sum, SampleCount and Average for {custom.metric_name}."
+    return None
