@@ -137,6 +137,7 @@ def _endpoint_to_json(e: Endpoint) -> dict[str, Any]:
         "last_modified_time": _ts(e.last_modified_time),
         "failure_reason": e.failure_reason,
         "tags": list(e.tags),
+        "variant_overrides": [list(o) for o in e.variant_overrides],
     }
 
 
@@ -150,6 +151,10 @@ def _endpoint_from_json(d: dict[str, Any]) -> Endpoint:
         last_modified_time=datetime.fromisoformat(d["last_modified_time"]),
         failure_reason=d["failure_reason"],
         tags=_tags(d["tags"]),
+        variant_overrides=tuple(
+            (str(name), None if w is None else float(w), None if c is None else int(c))
+            for name, w, c in d.get("variant_overrides", [])
+        ),
     )
 
 

@@ -54,7 +54,12 @@ from emulator.runtime.base import ContainerHandle, ContainerRuntime
 log = logging.getLogger(__name__)
 
 ENVIRONMENT_MAX_BYTES = 32 * 1024  # all keys and values of one model together
-_BUSY = (EndpointStatus.CREATING, EndpointStatus.UPDATING, EndpointStatus.DELETING)
+_BUSY = (
+    EndpointStatus.CREATING,
+    EndpointStatus.UPDATING,
+    EndpointStatus.SYSTEM_UPDATING,
+    EndpointStatus.DELETING,
+)
 
 
 class ModelDataStore(Protocol):
@@ -321,14 +326,24 @@ class HostingService:
                 raise ValidationFailed(
                     f"DesiredInstanceCount of variant {variant_name} must be at least 1 in smlocal."
                 )
+        overrides = {name: (w, c) for name, w, c in endpoint.variant_overrides}
         for variant_name, weight, count in desired:
             variant = fleet.variants[variant_name]
+            old_weight, old_count = overrides.get(variant_name, (None, None))
             if weight is not None:
                 variant.desired_weight = weight
             if count is not None:
                 variant.desired_count = count
+            overrides[variant_name] = (
+                old_weight if weight is None else weight,
+                old_count if count is None else count,
+            )
         self._quiesce(endpoint.name)
-        updated = self._set_status(endpoint.name, EndpointStatus.UPDATING)
+        updated = self._set_status(
+            endpoint.name,
+            EndpointStatus.UPDATING,
+            variant_overrides=tuple((name, w, c) for name, (w, c) in sorted(overrides.items())),
+        )
         self._spawn(endpoint.name, self._apply_capacities(endpoint.name, fleet))
         return updated
 
@@ -538,7 +553,9 @@ class HostingService:
         self.deployer.platform_log(name, "traffic shifted to the new fleet")
         if old is not None:
             await self._retire(old.all_instances())
-        self._set_status(name, EndpointStatus.IN_SERVICE, endpoint_config_name=endpoint_config.name)
+        self._set_status(
+            name, EndpointStatus.IN_SERVICE, endpoint_config_name=endpoint_config.name, variant_overrides=()
+        )
         self._watch(name)
         self.deployer.platform_log(name, "endpoint InService (update complete)")
 
@@ -656,6 +673,7 @@ class HostingService:
                 EndpointStatus.IN_SERVICE,
                 EndpointStatus.CREATING,
                 EndpointStatus.UPDATING,
+                EndpointStatus.SYSTEM_UPDATING,
             ):
                 continue
             endpoint_config = self.endpoint_configs.get(endpoint.endpoint_config_name)
@@ -670,9 +688,18 @@ class HostingService:
             names = {v.variant_name for v in endpoint_config.production_variants}
             mine = [h for h in mine if h.labels.get(labels.VARIANT) in names]
             claimed.update(h.id for h in mine)
-            updated = self._set_status(endpoint.name, EndpointStatus.CREATING)
+            # [U] an endpoint that was serving shows SystemUpdating (SageMaker's maintenance status)
+            # while its containers are adopted or re-launched; one that was being created, Creating
+            relaunch = (
+                EndpointStatus.CREATING
+                if endpoint.status is EndpointStatus.CREATING
+                else EndpointStatus.SYSTEM_UPDATING
+            )
+            updated = self._set_status(endpoint.name, relaunch)
+            # weights and counts changed since the config was deployed (autoscaling, too) come back
+            effective = endpoint.effective_config(endpoint_config)
             self._spawn(
-                endpoint.name, self._deploy(updated, endpoint_config, group_by_variant(mine, endpoint.name))
+                endpoint.name, self._deploy(updated, effective, group_by_variant(mine, endpoint.name))
             )
         orphans = [h for h in owned if h.id not in claimed]
         if orphans:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -105,3 +106,23 @@ class Endpoint:
     failure_reason: str | None = None
     production_variants: tuple[VariantSummary, ...] = ()
     tags: tuple[tuple[str, str], ...] = ()
+    #: (variant, weight, instance count) set by UpdateEndpointWeightsAndCapacities (and autoscaling)
+    #: since the endpoint config was deployed; a restart re-launches with them. UpdateEndpoint clears.
+    variant_overrides: tuple[tuple[str, float | None, int | None], ...] = ()
+
+    def effective_config(self, config: EndpointConfig) -> EndpointConfig:
+        """The endpoint config with this endpoint's weight and capacity overrides applied."""
+        if not self.variant_overrides:
+            return config
+        overrides = {name: (weight, count) for name, weight, count in self.variant_overrides}
+        variants = []
+        for v in config.production_variants:
+            weight, count = overrides.get(v.variant_name, (None, None))
+            variants.append(
+                dataclasses.replace(
+                    v,
+                    initial_variant_weight=v.initial_variant_weight if weight is None else weight,
+                    initial_instance_count=v.initial_instance_count if count is None else count,
+                )
+            )
+        return dataclasses.replace(config, production_variants=tuple(variants))

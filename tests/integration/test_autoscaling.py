@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -488,3 +489,64 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
         )
     finally:
         smlocal.cleanup("Errors")
+
+
+def test_capacity_changes_and_scaling_state_survive_a_restart(
+    tmp_path: Path, echo_image: str, aws_credentials: None
+) -> None:
+    """A changed instance count (autoscaling acts through it) is re-launched after a restart, with
+    SystemUpdating while the containers are adopted; targets, policies and activities are kept."""
+    first = start_smlocal(tmp_path, echo_image, stop_containers=False, time_scale=TIME_SCALE)  # a crash
+    client = boto3.client("application-autoscaling", endpoint_url=first.server.url, **CREDENTIALS)
+    rid = resource("Kept")
+    try:
+        first.deploy("Kept", count=1)
+        client.register_scalable_target(
+            ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM, MinCapacity=2, MaxCapacity=3
+        )
+        client.put_scaling_policy(
+            PolicyName="per-instance",
+            ServiceNamespace=NS,
+            ResourceId=rid,
+            ScalableDimension=DIM,
+            PolicyType="TargetTrackingScaling",
+            TargetTrackingScalingPolicyConfiguration={
+                "TargetValue": 1000.0,
+                "PredefinedMetricSpecification": PER_INSTANCE,
+            },
+        )
+        wait_for(
+            "the minimum capacity",
+            lambda: (
+                (v := variant_of(first, "Kept"))["CurrentInstanceCount"] == 2
+                and v["EndpointStatus"] == "InService"
+            ),
+            30,
+        )
+    finally:
+        first.server.stop()
+
+    restarted = start_smlocal(tmp_path, echo_image, time_scale=TIME_SCALE)
+    client = boto3.client("application-autoscaling", endpoint_url=restarted.server.url, **CREDENTIALS)
+    try:
+        assert restarted.sm.describe_endpoint(EndpointName="Kept")["EndpointStatus"] in (
+            "SystemUpdating",
+            "InService",
+        )
+        described = restarted.wait("Kept")
+        assert described["EndpointStatus"] == "InService"
+        variant = described["ProductionVariants"][0]
+        assert (variant["CurrentInstanceCount"], variant["DesiredInstanceCount"]) == (2, 2)
+        config = restarted.sm.describe_endpoint_config(EndpointConfigName="Kept")
+        assert config["ProductionVariants"][0]["InitialInstanceCount"] == 1  # the config is unchanged
+        targets = client.describe_scalable_targets(ServiceNamespace=NS)["ScalableTargets"]
+        assert [(t["ResourceId"], t["MinCapacity"], t["MaxCapacity"]) for t in targets] == [(rid, 2, 3)]
+        policies = client.describe_scaling_policies(ServiceNamespace=NS)["ScalingPolicies"]
+        assert [p["PolicyName"] for p in policies] == ["per-instance"]
+        activities = client.describe_scaling_activities(ServiceNamespace=NS)["ScalingActivities"]
+        assert [(a["Cause"], a["StatusCode"]) for a in activities] == [
+            ("minimum capacity was set to 2", "Successful")
+        ]
+    finally:
+        restarted.cleanup("Kept")
+        restarted.server.stop()
