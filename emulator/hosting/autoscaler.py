@@ -29,7 +29,7 @@ from emulator.hosting.scaling_registry import ScalingRegistry, variant_of
 from emulator.hosting.service import HostingService
 from emulator.model import messages
 from emulator.model import scaling as sc
-from emulator.model.resources import EndpointStatus
+from emulator.model.resources import EndpointConfig, EndpointStatus
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,7 @@ class AutoScaler:
         self._task: asyncio.Task[None] | None = None
         self._path = config.state_dir / "autoscaling.json"
         service.deletion_listeners.append(self._endpoint_deleted)
+        service.update_guards.append(self._guard_update)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -136,6 +137,18 @@ class AutoScaler:
         state = self._state.get(key)
         if state is not None and state.action is not None:
             state.action.cancel()
+
+    def _guard_update(self, endpoint: str, current: EndpointConfig | None, new: EndpointConfig) -> None:
+        """UpdateEndpoint may change an autoscaled variant's model, not remove it or change its
+        instance type, until the variant is deregistered (spec §6.4)."""
+        old_types = {v.variant_name: v.instance_type for v in current.production_variants} if current else {}
+        new_types = {v.variant_name: v.instance_type for v in new.production_variants}
+        for key in self.registry.keys_of_endpoint(endpoint):
+            variant = variant_of(key).variant
+            if variant not in new_types or (
+                variant in old_types and old_types[variant] != new_types[variant]
+            ):
+                raise ValidationFailed(messages.autoscaled_variant_update(variant, endpoint))
 
     def _endpoint_deleted(self, endpoint: str) -> None:
         """DeleteEndpoint deregisters the endpoint's targets (spec §9)."""

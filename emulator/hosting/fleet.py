@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from yarl import URL
 
-from emulator.model.resources import DeployedImage, ProductionVariant, VariantSummary
+from emulator.model.resources import DeployedImage, ProductionVariant, VariantStatus, VariantSummary
 from emulator.model.routing import InstancePicker, WeightedChoice
 from emulator.runtime.base import ContainerHandle
 
@@ -54,6 +54,8 @@ class VariantFleet:
     #: Set by UpdateEndpointWeightsAndCapacities at the call; None: as current / as configured.
     desired_weight: float | None = None
     desired_count: int | None = None
+    #: VariantStatus entries while the variant changes (scaling); empty when settled
+    statuses: tuple[VariantStatus, ...] = ()
 
     def summary(self) -> VariantSummary:
         return VariantSummary(
@@ -65,6 +67,8 @@ class VariantFleet:
                 self.variant.initial_instance_count if self.desired_count is None else self.desired_count
             ),
             deployed_images=(self.deployed_image,),
+            statuses=self.statuses,
+            instance_type=self.variant.instance_type,
         )
 
     def add(self, instances: Sequence[Instance]) -> None:

@@ -45,7 +45,10 @@ from emulator.model.resources import (
     EndpointStatus,
     Model,
     ModelDataSource,
+    PendingDeployment,
     ProductionVariant,
+    VariantStatus,
+    VariantSummary,
 )
 from emulator.model.store import Registry
 from emulator.runtime import labels
@@ -108,6 +111,9 @@ class HostingService:
         self.deployer = Deployer(config, runtime, lambda: self.ping_session)
         #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
         self.deletion_listeners: list[Callable[[str], None]] = []
+        #: Called with (endpoint, current config, new config) before UpdateEndpoint is accepted; a
+        #: guard raises ValidationFailed to refuse it (autoscaling: registered variants).
+        self.update_guards: list[Callable[[str, EndpointConfig | None, EndpointConfig], None]] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -377,20 +383,30 @@ class HostingService:
         current = len(variant.instances)
         if target == current:
             return
-        if target > current:
-            assert variant.plan is not None
+        now = self._clock()
+        try:
+            if target > current:
+                assert variant.plan is not None
+                self.deployer.platform_log(
+                    name,
+                    f"{variant.variant.variant_name}: scaling out from {current} to {target} instance(s)",
+                )
+                variant.statuses = (
+                    VariantStatus("Updating", f"Scaling out desired instance count to {target}.", now),
+                    VariantStatus("Creating", f"Launching {target - current} instance(s).", now),
+                )
+                new = await self.deployer.start_healthy(variant.plan, target - current)
+                variant.add(new)
+                return
+            victims = variant.instances[target:]
             self.deployer.platform_log(
-                name, f"{variant.variant.variant_name}: scaling out from {current} to {target} instance(s)"
+                name, f"{variant.variant.variant_name}: scaling in from {current} to {target} instance(s)"
             )
-            new = await self.deployer.start_healthy(variant.plan, target - current)
-            variant.add(new)
-            return
-        victims = variant.instances[target:]
-        self.deployer.platform_log(
-            name, f"{variant.variant.variant_name}: scaling in from {current} to {target} instance(s)"
-        )
-        variant.remove(victims)
-        await self._retire(victims)
+            variant.statuses = (VariantStatus("Deleting", f"Terminating {len(victims)} instance(s).", now),)
+            variant.remove(victims)
+            await self._retire(victims)
+        finally:
+            variant.statuses = ()
 
     async def _retire(self, instances: list[Instance]) -> None:
         """Instances already out of rotation: let their outstanding requests finish (bounded by the
@@ -521,16 +537,71 @@ class HostingService:
             )
             return
 
-    def update_endpoint(self, name: str, config_name: str) -> Endpoint:
-        """Blue/green, all at once: new fleet, healthy, swap routing, retire the old fleet."""
-        endpoint, _ = self._serving(name)
+    def update_endpoint(
+        self,
+        name: str,
+        config_name: str,
+        retain_all: bool = False,
+        exclude_retained: frozenset[str] = frozenset(),
+    ) -> Endpoint:
+        """Blue/green, all at once: new fleet, healthy, swap routing, retire the old fleet.
+        `retain_all` keeps the current DesiredInstanceCount and DesiredWeight of same-named
+        variants (RetainAllVariantProperties), except the property types in `exclude_retained`."""
+        endpoint, fleet = self._serving(name)
         endpoint_config = self.describe_endpoint_config(config_name)
+        current = self.endpoint_configs.get(endpoint.endpoint_config_name)
+        for guard in self.update_guards:
+            guard(endpoint.name, current, endpoint_config)
+        overrides: tuple[tuple[str, float | None, int | None], ...] = ()
+        if retain_all:
+            summaries = {v.variant_name: v for v in (f.summary() for f in fleet.variants.values())}
+            overrides = tuple(
+                (
+                    v.variant_name,
+                    None if "DesiredWeight" in exclude_retained else summaries[v.variant_name].desired_weight,
+                    None
+                    if "DesiredInstanceCount" in exclude_retained
+                    else summaries[v.variant_name].desired_instance_count,
+                )
+                for v in endpoint_config.production_variants
+                if v.variant_name in summaries
+            )
+        retained = dataclasses.replace(endpoint, variant_overrides=overrides).effective_config(
+            endpoint_config
+        )
         self._quiesce(endpoint.name)
-        updated = self._set_status(endpoint.name, EndpointStatus.UPDATING)
-        self._spawn(endpoint.name, self._blue_green(endpoint.name, endpoint_config))
+        pending = PendingDeployment(
+            endpoint_config.name,
+            self._clock(),
+            tuple(
+                VariantSummary(
+                    variant_name=v.variant_name,
+                    current_weight=0.0,
+                    desired_weight=v.initial_variant_weight,
+                    current_instance_count=0,
+                    desired_instance_count=v.initial_instance_count,
+                    statuses=(
+                        VariantStatus(
+                            "Creating", f"Launching {v.initial_instance_count} instance(s).", self._clock()
+                        ),
+                    ),
+                    instance_type=v.instance_type,
+                )
+                for v in retained.production_variants
+            ),
+        )
+        updated = self._set_status(endpoint.name, EndpointStatus.UPDATING, pending_deployment=pending)
+        self._spawn(endpoint.name, self._blue_green(endpoint.name, retained, overrides))
         return updated
 
-    async def _blue_green(self, name: str, endpoint_config: EndpointConfig) -> None:
+    async def _blue_green(
+        self,
+        name: str,
+        endpoint_config: EndpointConfig,
+        overrides: tuple[tuple[str, float | None, int | None], ...] = (),
+    ) -> None:
+        """`endpoint_config` has the retained properties applied already; `overrides` are kept on
+        the endpoint afterwards so that a restart re-launches them."""
         self.deployer.platform_log(name, f"updating to endpoint config {endpoint_config.name}")
         try:
             async with asyncio.TaskGroup() as group:
@@ -545,7 +616,7 @@ class HostingService:
             reason = _reason(name, error)
             # [U] SageMaker reports a failed update as InService (old fleet) with a FailureReason.
             self.deployer.platform_log(name, f"update failed, old fleet keeps serving: {reason}")
-            self._set_status(name, EndpointStatus.IN_SERVICE, reason)
+            self._set_status(name, EndpointStatus.IN_SERVICE, reason, pending_deployment=None)
             self._watch(name)
             return
         old = self._fleets.get(name)
@@ -554,7 +625,11 @@ class HostingService:
         if old is not None:
             await self._retire(old.all_instances())
         self._set_status(
-            name, EndpointStatus.IN_SERVICE, endpoint_config_name=endpoint_config.name, variant_overrides=()
+            name,
+            EndpointStatus.IN_SERVICE,
+            endpoint_config_name=endpoint_config.name,
+            variant_overrides=overrides,
+            pending_deployment=None,
         )
         self._watch(name)
         self.deployer.platform_log(name, "endpoint InService (update complete)")

@@ -130,3 +130,10 @@ def predefined_metric_unsupported(dimension: str, supported: str) -> str:
 
 def policy_configuration_required(policy_type: str, member: str) -> str:  # [U]
     return f"{member} is required for the {policy_type} policy type."
+
+
+def autoscaled_variant_update(variant: str, endpoint: str) -> str:  # [U]
+    return (
+        f"The variant {variant} of endpoint {endpoint} is registered with Application Auto Scaling. "
+        "Deregister its scalable target before you remove the variant or change its instance type."
+    )

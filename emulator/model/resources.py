@@ -84,6 +84,16 @@ class DeployedImage:
 
 
 @dataclass(frozen=True)
+class VariantStatus:
+    """One entry of a variant's VariantStatus list while it changes (e.g. Updating,
+    "Scaling out desired instance count to 3.")."""
+
+    status: str  # Creating | Updating | Deleting | ActivatingTraffic | Baking
+    message: str
+    start_time: datetime
+
+
+@dataclass(frozen=True)
 class VariantSummary:
     """What DescribeEndpoint reports for one production variant."""
 
@@ -93,6 +103,17 @@ class VariantSummary:
     current_instance_count: int
     desired_instance_count: int
     deployed_images: tuple[DeployedImage, ...] = ()
+    statuses: tuple[VariantStatus, ...] = ()
+    instance_type: str | None = None
+
+
+@dataclass(frozen=True)
+class PendingDeployment:
+    """DescribeEndpoint's PendingDeploymentSummary while UpdateEndpoint deploys a new config."""
+
+    endpoint_config_name: str
+    start_time: datetime
+    production_variants: tuple[VariantSummary, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +130,7 @@ class Endpoint:
     #: (variant, weight, instance count) set by UpdateEndpointWeightsAndCapacities (and autoscaling)
     #: since the endpoint config was deployed; a restart re-launches with them. UpdateEndpoint clears.
     variant_overrides: tuple[tuple[str, float | None, int | None], ...] = ()
+    pending_deployment: PendingDeployment | None = None  # live only, never persisted
 
     def effective_config(self, config: EndpointConfig) -> EndpointConfig:
         """The endpoint config with this endpoint's weight and capacity overrides applied."""

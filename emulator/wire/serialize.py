@@ -15,6 +15,7 @@ from emulator.model.resources import (
     ModelDataSource,
     ProductionVariant,
     RoutingStrategy,
+    VariantSummary,
 )
 
 JSON = dict[str, Any]
@@ -163,10 +164,19 @@ def update_endpoint_weights_and_capacities_input(params: Mapping[str, Any]) -> d
 
 
 def update_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
-    for feature in ("DeploymentConfig", "RetainAllVariantProperties", "ExcludeRetainedVariantProperties"):
-        if params.get(feature):
-            raise _unsupported(f"UpdateEndpoint {feature}")
-    return {"name": params["EndpointName"], "config_name": params["EndpointConfigName"]}
+    if params.get("DeploymentConfig"):
+        raise _unsupported("UpdateEndpoint DeploymentConfig")
+    excluded = frozenset(
+        p["VariantPropertyType"] for p in params.get("ExcludeRetainedVariantProperties") or []
+    )
+    if "DataCaptureConfig" in excluded:
+        raise _unsupported("UpdateEndpoint ExcludeRetainedVariantProperties DataCaptureConfig")
+    return {
+        "name": params["EndpointName"],
+        "config_name": params["EndpointConfigName"],
+        "retain_all": bool(params.get("RetainAllVariantProperties", False)),
+        "exclude_retained": excluded,
+    }
 
 
 # ---------------------------------------------------------------------------------------- output
@@ -246,25 +256,54 @@ def describe_endpoint(e: Endpoint) -> JSON:
     if e.failure_reason:
         out["FailureReason"] = e.failure_reason
     if e.production_variants:
-        out["ProductionVariants"] = [
-            {
-                "VariantName": v.variant_name,
-                "DeployedImages": [
-                    {
-                        "SpecifiedImage": d.specified_image,
-                        "ResolvedImage": d.resolved_image,
-                        "ResolutionTime": _ts(d.resolution_time),
-                    }
-                    for d in v.deployed_images
-                ],
-                "CurrentWeight": v.current_weight,
-                "DesiredWeight": v.desired_weight,
-                "CurrentInstanceCount": v.current_instance_count,
-                "DesiredInstanceCount": v.desired_instance_count,
-            }
-            for v in e.production_variants
-        ]
+        out["ProductionVariants"] = [_variant_summary(v) for v in e.production_variants]
+    pending = e.pending_deployment
+    if pending is not None:
+        out["PendingDeploymentSummary"] = {
+            "EndpointConfigName": pending.endpoint_config_name,
+            "StartTime": _ts(pending.start_time),
+            "ProductionVariants": [
+                {
+                    "VariantName": v.variant_name,
+                    "DesiredWeight": v.desired_weight,
+                    "DesiredInstanceCount": v.desired_instance_count,
+                    **({"InstanceType": v.instance_type} if v.instance_type else {}),
+                    **_variant_statuses(v),
+                }
+                for v in pending.production_variants
+            ],
+        }
     return out
+
+
+def _variant_statuses(v: VariantSummary) -> JSON:
+    if not v.statuses:
+        return {}
+    return {
+        "VariantStatus": [
+            {"Status": s.status, "StatusMessage": s.message, "StartTime": _ts(s.start_time)}
+            for s in v.statuses
+        ]
+    }
+
+
+def _variant_summary(v: VariantSummary) -> JSON:
+    return {
+        "VariantName": v.variant_name,
+        "DeployedImages": [
+            {
+                "SpecifiedImage": d.specified_image,
+                "ResolvedImage": d.resolved_image,
+                "ResolutionTime": _ts(d.resolution_time),
+            }
+            for d in v.deployed_images
+        ],
+        "CurrentWeight": v.current_weight,
+        "DesiredWeight": v.desired_weight,
+        "CurrentInstanceCount": v.current_instance_count,
+        "DesiredInstanceCount": v.desired_instance_count,
+        **_variant_statuses(v),
+    }
 
 
 def model_summary(m: Model) -> JSON:
