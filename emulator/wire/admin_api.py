@@ -14,6 +14,7 @@ from emulator import __version__
 from emulator.hosting.metrics import Metrics
 from emulator.hosting.service import HostingService
 from emulator.runtime import labels
+from emulator.runtime.base import ContainerHandle
 
 
 async def health(request: web.Request, svc: HostingService) -> web.Response:
@@ -52,10 +53,12 @@ _DISCONNECT_CHECK_S = 1.0
 async def _follow_logs(
     request: web.Request, svc: HostingService, name: str, variant: str | None, instance: str | None
 ) -> web.StreamResponse:
-    """Stream the live containers' logs (history, then new lines) until the client goes away.
+    """Stream the live containers' logs (history, then new lines) until the client goes away or
+    every container has stopped with none taking its place.
 
-    The containers are found by label through the engine (this server's endpoint containers); one
-    thread per container reads the engine's follow stream and hands whole lines to the event loop.
+    The containers are found by label through the engine (this server's endpoint containers), again
+    each second the stream is quiet, so instances started later join in; one thread per container
+    reads the engine's follow stream and hands whole lines to the event loop.
     """
     selector = {
         labels.MANAGED: "true",
@@ -99,30 +102,41 @@ async def _follow_logs(
             if not stopping.is_set():
                 loop.call_soon_threadsafe(queue.put_nowait, _FOLLOW_END)
 
-    threads = [
-        threading.Thread(
-            target=pump,
-            args=(h.id, f"{h.labels.get(labels.VARIANT, '')}/{h.labels.get(labels.INSTANCE, '')}"),
-            name=f"follow-{h.name}",
-            daemon=True,
-        )
-        for h in handles
-    ]
-    for t in threads:
-        t.start()
-    open_streams = len(threads)
+    following: set[str] = set()
+
+    def start(found: list[ContainerHandle]) -> int:
+        started = 0
+        for h in found:
+            if h.id in following:
+                continue
+            following.add(h.id)
+            stream_name = f"{h.labels.get(labels.VARIANT, '')}/{h.labels.get(labels.INSTANCE, '')}"
+            threading.Thread(
+                target=pump, args=(h.id, stream_name), name=f"follow-{h.name}", daemon=True
+            ).start()
+            started += 1
+        return started
+
+    open_streams = start(handles)
+    next_scan = loop.time() + _DISCONNECT_CHECK_S
     try:
-        while open_streams:
+        while True:
             try:
                 item = await asyncio.wait_for(queue.get(), _DISCONNECT_CHECK_S)
             except TimeoutError:
                 if request.transport is None or request.transport.is_closing():
                     break  # the client went away (Ctrl-C) while nothing was written
-                continue
+                item = None
             if item is _FOLLOW_END:
                 open_streams -= 1
-                continue
-            await response.write(str(item).encode())
+            elif item is not None:
+                await response.write(str(item).encode())
+            if loop.time() >= next_scan or not open_streams:
+                # instances started since (scale-out, replacement, an update's new fleet) join in
+                open_streams += start(await asyncio.to_thread(svc.runtime.list, selector))
+                next_scan = loop.time() + _DISCONNECT_CHECK_S
+                if not open_streams:
+                    break  # every container stopped and none took their place
     except ConnectionResetError:
         pass
     finally:

@@ -207,7 +207,7 @@ def test_metrics_cli(smlocal: Smlocal, measured: str) -> None:
     assert missing.returncode == 1 and "Nope" in missing.stderr
 
 
-def test_logs_follow_gets_a_line_written_after_it_started(smlocal: Smlocal) -> None:
+def test_logs_follow_gets_lines_written_after_it_started_and_new_instances(smlocal: Smlocal) -> None:
     described = smlocal.deploy("Followed")
     assert described["EndpointStatus"] == "InService", described
     env = {**os.environ, "SMLOCAL_ENDPOINT_URL": smlocal.server.url}
@@ -240,6 +240,13 @@ def test_logs_follow_gets_a_line_written_after_it_started(smlocal: Smlocal) -> N
         smlocal.rt.invoke_endpoint(EndpointName="Followed", Body=b"hi", ContentType="text/plain")
         line = wait_for("POST /invocations")  # written by the container after following began
         assert line.split(" ", 1)[0] == healthy.split(" ", 1)[0]
+        # an instance started after following began (a scale-out) joins the stream
+        smlocal.sm.update_endpoint_weights_and_capacities(
+            EndpointName="Followed",
+            DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": 2}],
+        )
+        second = wait_for("echo: listening")
+        assert second.startswith("AllTraffic/i-") and second.split(" ", 1)[0] != healthy.split(" ", 1)[0]
     finally:
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         try:
