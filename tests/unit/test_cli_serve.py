@@ -1,0 +1,47 @@
+"""`smlocal serve` builds its ServerConfig from the command line (here: --time-scale)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator import server
+from emulator.cli import build_parser, main
+from emulator.config import ServerConfig
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerConfig]:
+    """serve_forever replaced: the config it would have served with is recorded."""
+    seen: list[ServerConfig] = []
+
+    def fake(config: ServerConfig, **_: Any) -> None:
+        seen.append(config)
+
+    monkeypatch.setattr(server, "serve_forever", fake)
+    return seen
+
+
+def test_time_scale_reaches_the_config(served: list[ServerConfig], tmp_path: Path) -> None:
+    assert main(["serve", "--state-dir", str(tmp_path), "--time-scale", "60"]) == 0
+    (config,) = served
+    assert config.time_scale == 60.0
+    assert config.metrics_period_real_s == 1.0
+    assert config.real_seconds(300) == 5.0
+    assert config.limits.startup_timeout_s == 480.0  # contract timeouts are not scaled
+    assert config.limits.invocation_timeout_s == 60.0
+
+
+def test_time_scale_defaults_to_one(served: list[ServerConfig], tmp_path: Path) -> None:
+    assert main(["serve", "--state-dir", str(tmp_path)]) == 0
+    assert served[0].time_scale == 1.0 and served[0].metrics_period_real_s == 60.0
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "nan", "inf", "fast"])
+def test_time_scale_must_be_a_positive_number(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["serve", "--time-scale", value])
+    assert exc.value.code == 2
+    assert "--time-scale" in capsys.readouterr().err
