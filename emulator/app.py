@@ -11,6 +11,7 @@ import boto3
 from aiohttp import web
 
 from emulator.config import ServerConfig
+from emulator.hosting.alarms import AlarmService
 from emulator.hosting.artifacts import ArtifactStore
 from emulator.hosting.autoscaler import AutoScaler
 from emulator.hosting.metrics import InstanceRef, Metrics, Sampler
@@ -18,13 +19,14 @@ from emulator.hosting.service import HostingService
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerRuntime
 from emulator.runtime.docker import DockerRuntime
-from emulator.wire import admin_api, autoscaling_api, control_api, runtime_api
+from emulator.wire import admin_api, autoscaling_api, cloudwatch_api, control_api, runtime_api
 from emulator.wire.errors import unknown_target
 
 SERVICE = web.AppKey("hosting_service", HostingService)
 CONFIG = web.AppKey("config", ServerConfig)
 METRICS = web.AppKey("metrics", Metrics)
 SCALER = web.AppKey("autoscaler", AutoScaler)
+ALARMS = web.AppKey("alarms", AlarmService)
 
 
 def _instance_count(service: HostingService, endpoint: str, variant: str) -> int:
@@ -110,7 +112,10 @@ def build_app(
         hooks.sampler.start()
         scaler = app[SCALER] = AutoScaler(config, service, metrics)
         scaler.start()
+        alarms = app[ALARMS] = AlarmService(config, metrics, scaler)
+        alarms.start()
         yield
+        await alarms.close()
         await scaler.close()
         await hooks.sampler.close()
         await service.close(stop_containers=stop_containers_on_exit)
@@ -132,12 +137,18 @@ def build_app(
             return await control_api.handle(request, request.app[SERVICE], operation)
         if service == autoscaling_api.TARGET_PREFIX:
             return await autoscaling_api.handle(request, request.app[SCALER], operation)
+        if service == cloudwatch_api.SERVICE_ID:
+            return await cloudwatch_api.handle_json(request, request.app[ALARMS], operation)
         return unknown_target(target or "(no X-Amz-Target)", str(uuid.uuid4()))
+
+    async def cloudwatch(request: web.Request) -> web.StreamResponse:
+        return await cloudwatch_api.handle_cbor(request, request.app[ALARMS])
 
     async def fallback(request: web.Request) -> web.StreamResponse:
         return unknown_target(f"{request.method} {request.path}", str(uuid.uuid4()))
 
     app.router.add_post("/", json_rpc)
+    app.router.add_post(cloudwatch_api.PATH, cloudwatch)  # CloudWatch (smithy-rpc-v2-cbor)
     app.router.add_post("/endpoints/{name}/invocations", bind(runtime_api.invoke_endpoint, hooks))
     app.router.add_post(
         "/endpoints/{name}/async-invocations", bind(runtime_api.not_implemented, "InvokeEndpointAsync")

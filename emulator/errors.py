@@ -6,8 +6,13 @@
     │   ├── ResourceAlreadyExists   Create of a name already taken (case-insensitive)
     │   ├── ResourceInProgress      mutation of an endpoint that is Creating/Updating/Deleting
     │   ├── ModelDataNotFound       CreateModel whose s3:// model data does not exist
-    │   └── EndpointNotFound        runtime call for an endpoint that is not InService
+    │   ├── EndpointNotFound        runtime call for an endpoint that is not InService
+    │   ├── InvalidParameterValue   CloudWatch: a parameter value it refuses (InvalidParameterValue)
+    │   ├── InvalidParameterCombination  CloudWatch: parameters that do not go together
+    │   ├── InvalidFormat           CloudWatch: StateReasonData that is not JSON
+    │   └── InvalidNextToken        CloudWatch: a NextToken it did not give out
     ├── ObjectNotFound              Application Auto Scaling: no such scalable target or policy
+    ├── AlarmNotFound               CloudWatch's ResourceNotFound: no such alarm
     ├── UnknownOperation            an API operation smlocal does not implement
     ├── PayloadTooLarge             request body over the invocation cap
     ├── ModelFault                  the container answered badly; becomes 424 ModelError
@@ -59,6 +64,26 @@ class ModelDataNotFound(ValidationFailed):
 
 class EndpointNotFound(ValidationFailed):
     """A runtime call names an endpoint that does not exist (or is not serving)."""
+
+
+class InvalidParameterValue(ValidationFailed):
+    """CloudWatch's InvalidParameterValue: a parameter's value is refused."""
+
+
+class InvalidParameterCombination(ValidationFailed):
+    """CloudWatch's InvalidParameterCombination: parameters that cannot be given together (or alone)."""
+
+
+class InvalidFormat(ValidationFailed):
+    """CloudWatch's InvalidFormat: a member that must be JSON is not."""
+
+
+class InvalidNextToken(ValidationFailed):
+    """CloudWatch's InvalidNextToken."""
+
+
+class AlarmNotFound(SmlocalError):
+    """CloudWatch's ResourceNotFound (404): no alarm of that name."""
 
 
 class ObjectNotFound(SmlocalError):

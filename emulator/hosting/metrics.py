@@ -215,6 +215,61 @@ class VariantSeries:
         return [*self.history, self.current]
 
 
+@dataclass(frozen=True)
+class StatisticSet:
+    """One datapoint as CloudWatch stores it (SampleCount, Sum, Minimum, Maximum). A count metric's
+    period without requests is the zero set (SageMaker publishes zeros): SampleCount 0, every
+    statistic 0, as `Metrics.datapoint` reads it."""
+
+    sample_count: float
+    sum: float
+    minimum: float
+    maximum: float
+
+    def value(self, statistic: str) -> float | None:
+        if statistic == "SampleCount":
+            return self.sample_count
+        if statistic == "Sum":
+            return self.sum
+        if statistic == "Average":
+            return self.sum / self.sample_count if self.sample_count else 0.0
+        if statistic == "Minimum":
+            return self.minimum
+        if statistic == "Maximum":
+            return self.maximum
+        return None
+
+
+ZERO_SET = StatisticSet(0.0, 0.0, 0.0, 0.0)
+
+
+def merge_sets(sets: Iterable[StatisticSet]) -> StatisticSet | None:
+    """The statistic set of several periods together (a longer Period); None when there are none.
+    Minimum and Maximum come from the periods with samples (zero sets only when all are)."""
+    items = list(sets)
+    if not items:
+        return None
+    sampled = [s for s in items if s.sample_count]
+    if not sampled:
+        return ZERO_SET
+    return StatisticSet(
+        sum(s.sample_count for s in sampled),
+        sum(s.sum for s in sampled),
+        min(s.minimum for s in sampled),
+        max(s.maximum for s in sampled),
+    )
+
+
+def locate(namespace: str, name: str, dimensions: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+    """The (endpoint, variant) of a CloudWatch metric smlocal publishes, else None. Dimensions must
+    be exactly EndpointName and VariantName, in any order, as CloudWatch matches them."""
+    info = _INFO.get(name)
+    dims = dict(dimensions)
+    if info is None or info.namespace != namespace or set(dims) != {"EndpointName", "VariantName"}:
+        return None
+    return dims["EndpointName"], dims["VariantName"]
+
+
 class Metrics:
     """All endpoints' series. `clock` is epoch seconds (periods align on it, as CloudWatch's minutes)."""
 
@@ -353,6 +408,60 @@ class Metrics:
     def endpoints(self) -> list[str]:
         return list(self._series)
 
+    # ------------------------------------------------------------------ CloudWatch's view (alarms, queries)
+
+    def statistic_sets(self, endpoint: str, variant: str, name: str) -> dict[int, StatisticSet]:
+        """One metric's datapoints by period index, over the periods kept (the current, incomplete
+        one included). Count metrics have the zero set for periods without requests from the first
+        period the series has seen; other metrics only where they have samples. Empty for a variant
+        smlocal has not seen."""
+        series = self._series.get(endpoint, {}).get(variant)
+        if series is None or name not in _INFO:
+            return {}
+        now = self.period_index()
+        periods = series.periods()
+        first = max(periods[0].index, now - self.keep + 1)
+        out: dict[int, StatisticSet] = {}
+        if name in COUNT_METRICS:
+            for index in range(first, now + 1):
+                out[index] = ZERO_SET
+        for p in periods:
+            if first <= p.index <= now:
+                found = _statistic_set(name, p)
+                if found is not None:
+                    out[p.index] = found
+        return out
+
+    def buckets(
+        self, endpoint: str, variant: str, name: str, first: int, end: int, k: int
+    ) -> list[tuple[int, StatisticSet]]:
+        """One metric's datapoints for a Period of `k` metric periods: buckets of periods
+        [first + j*k, first + (j+1)*k) that start before period `end`, each merged from the periods
+        kept, oldest first, by the index of their first period; buckets without data are left out."""
+        if k <= 0:
+            raise ValueError("k must be positive")
+        sets = self.statistic_sets(endpoint, variant, name)
+        if not sets:
+            return []
+        lo, hi = min(sets), max(sets)
+        start = first + max(0, (lo - first) // k) * k
+        out: list[tuple[int, StatisticSet]] = []
+        while start < end and start <= hi:
+            merged = merge_sets(sets[i] for i in range(start, start + k) if i in sets)
+            if merged is not None:
+                out.append((start, merged))
+            start += k
+        return out
+
+    def published(self) -> list[tuple[str, str, str, str]]:
+        """(namespace, metric, endpoint, variant) of every metric with data among the kept periods."""
+        out: list[tuple[str, str, str, str]] = []
+        for s in self.series():
+            for info in METRICS:
+                if self.statistic_sets(s.endpoint, s.variant, info.name):
+                    out.append((info.namespace, info.name, s.endpoint, s.variant))
+        return out
+
     # ------------------------------------------------------------------ exposition
 
     def report(self, endpoint: str) -> dict[str, Any]:
@@ -453,6 +562,35 @@ def _period_metrics(endpoint: str, variant: str, p: Period) -> dict[str, dict[st
         info = _INFO[name]
         stats.update({"Namespace": info.namespace, "Unit": info.unit, "Dimensions": dims})
     return out
+
+
+def _statistic_set(name: str, p: Period) -> StatisticSet | None:
+    """A period's statistic set of one metric. A count metric's per-request datapoints are 1
+    (Invocations), 1/instances (InvocationsPerInstance) or 0/1 (the error counts)."""
+    if name in COUNT_METRICS:
+        n = p.invocations
+        if not n:
+            return ZERO_SET
+        if name == "Invocations":
+            return StatisticSet(float(n), float(n), 1.0, 1.0)
+        if name == "InvocationsPerInstance":
+            share = p.per_instance / n  # exact while the instance count held through the period
+            return StatisticSet(float(n), p.per_instance, share, share)
+        errors = {
+            "Invocation4XXErrors": p.errors_4xx,
+            "Invocation5XXErrors": p.errors_5xx,
+            "InvocationModelErrors": p.model_errors,
+        }[name]
+        return StatisticSet(float(n), float(errors), 1.0 if errors == n else 0.0, 1.0 if errors else 0.0)
+    stat = {
+        "ModelLatency": p.model_latency,
+        "OverheadLatency": p.overhead_latency,
+        "CPUUtilization": p.cpu,
+        "MemoryUtilization": p.memory,
+    }.get(name)
+    if stat is None or not stat.count:
+        return None
+    return StatisticSet(float(stat.count), stat.sum, stat.min, stat.max)
 
 
 def _iso(epoch_s: float) -> str:

@@ -3,6 +3,9 @@
 Control plane (json-1.1): body `{"__type": "...#Code", "message": ...}`; botocore keeps what follows '#'.
 Runtime (rest-json): header `x-amzn-ErrorType: Code:http://internal.amazon.com/coral/com.amazon.sagemaker/`
 and body `{"message": ...}`; ModelError carries SageMaker's five keys.
+CloudWatch (awsQueryCompatible; awsJson1_0 or smithy-rpc-v2-cbor): body `{"__type": "ns#Shape",
+"message": ...}` in JSON or CBOR and header `x-amzn-query-error: Code;Sender`, from which botocore takes
+the query-protocol code (`ResourceNotFound`, `ValidationError`...): the second table, QUERY_TABLE.
 """
 
 from __future__ import annotations
@@ -11,10 +14,16 @@ import json
 import logging
 from dataclasses import dataclass
 
+import cbor2
 from aiohttp import web
 
 from emulator.errors import (
+    AlarmNotFound,
     EngineError,
+    InvalidFormat,
+    InvalidNextToken,
+    InvalidParameterCombination,
+    InvalidParameterValue,
     ModelFault,
     ObjectNotFound,
     PayloadTooLarge,
@@ -46,6 +55,72 @@ TABLE: tuple[tuple[type[Exception], AwsError], ...] = (
     (SmlocalError, AwsError("InternalFailure", "InternalFailure", 500)),
 )
 _INTERNAL = AwsError("InternalFailure", "InternalFailure", 500)
+
+
+@dataclass(frozen=True)
+class QueryError:
+    """An error of an awsQueryCompatible service: the query-protocol code botocore reports, the
+    modelled shape named in `__type`, the status."""
+
+    code: str
+    shape: str
+    status: int
+
+
+CLOUDWATCH_NS = "com.amazonaws.cloudwatch"
+#: CloudWatch over rpc-v2-cbor; first match wins. Shapes as botocore's cloudwatch model names them.
+QUERY_TABLE: tuple[tuple[type[Exception], QueryError], ...] = (
+    (AlarmNotFound, QueryError("ResourceNotFound", f"{CLOUDWATCH_NS}#ResourceNotFound", 404)),
+    (
+        InvalidParameterValue,
+        QueryError("InvalidParameterValue", f"{CLOUDWATCH_NS}#InvalidParameterValueException", 400),
+    ),
+    (
+        InvalidParameterCombination,
+        QueryError(
+            "InvalidParameterCombination", f"{CLOUDWATCH_NS}#InvalidParameterCombinationException", 400
+        ),
+    ),
+    (InvalidFormat, QueryError("InvalidFormat", f"{CLOUDWATCH_NS}#InvalidFormatFault", 400)),
+    (InvalidNextToken, QueryError("InvalidNextToken", f"{CLOUDWATCH_NS}#InvalidNextToken", 400)),
+    (ValidationFailed, QueryError("ValidationError", "com.amazon.coral.validate#ValidationException", 400)),
+    (UnknownOperation, QueryError("NotImplemented", "NotImplemented", 501)),
+    (SmlocalError, QueryError("InternalServiceError", f"{CLOUDWATCH_NS}#InternalServiceFault", 500)),
+)
+_QUERY_INTERNAL = QueryError("InternalServiceError", f"{CLOUDWATCH_NS}#InternalServiceFault", 500)
+
+
+def query_lookup(exc: Exception) -> QueryError:
+    for cls, error in QUERY_TABLE:
+        if isinstance(exc, cls):
+            return error
+    return _QUERY_INTERNAL
+
+
+def cbor_error(exc: Exception, request_id: str) -> web.Response:
+    """An rpc-v2-cbor error answer, with the awsQueryCompatible header botocore reads the code from."""
+    error = query_lookup(exc)
+    return query_error_response(error.status, error.shape, error.code, _message(exc), request_id, cbor=True)
+
+
+def query_json_error(exc: Exception, request_id: str) -> web.Response:
+    """The same answer in awsJson1_0 (what boto3's cloudwatch client speaks by default)."""
+    error = query_lookup(exc)
+    return query_error_response(error.status, error.shape, error.code, _message(exc), request_id, cbor=False)
+
+
+def query_error_response(
+    status: int, shape: str, code: str | None, message: str, request_id: str, cbor: bool
+) -> web.Response:
+    headers = {"x-amzn-RequestId": request_id}
+    if code is not None:
+        headers["x-amzn-query-error"] = f"{code};{'Sender' if status < 500 else 'Receiver'}"
+    document = {"__type": shape, "message": message}
+    if cbor:
+        headers.update({"Content-Type": "application/cbor", "smithy-protocol": "rpc-v2-cbor"})
+        return web.Response(status=status, body=cbor2.dumps(document), headers=headers)
+    headers["Content-Type"] = "application/x-amz-json-1.0"
+    return web.Response(status=status, body=json.dumps(document).encode(), headers=headers)
 
 
 def lookup(exc: Exception) -> AwsError:

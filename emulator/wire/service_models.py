@@ -18,8 +18,9 @@ import botocore.session
 SAGEMAKER = "sagemaker"
 SAGEMAKER_RUNTIME = "sagemaker-runtime"
 APPLICATION_AUTOSCALING = "application-autoscaling"
+CLOUDWATCH = "cloudwatch"
 
-SERVICES: frozenset[str] = frozenset({SAGEMAKER, SAGEMAKER_RUNTIME, APPLICATION_AUTOSCALING})
+SERVICES: frozenset[str] = frozenset({SAGEMAKER, SAGEMAKER_RUNTIME, APPLICATION_AUTOSCALING, CLOUDWATCH})
 
 
 @functools.cache

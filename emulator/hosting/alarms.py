@@ -1,0 +1,355 @@
+"""CloudWatch on smlocal's own metrics: metric alarms that run Application Auto Scaling policies, and
+the metric queries (GetMetricStatistics, GetMetricData, ListMetrics).
+
+A background task wakes just after each metric period closes (as AutoScaler's does) and evaluates
+every alarm on the periods closed so far (emulator.model.alarms decides). An action ARN of a scaling
+policy runs through `AutoScaler.alarm_fired` on the transition into the state and again at every
+evaluation while the alarm stays there, as CloudWatch does for Auto Scaling actions; other actions
+(SNS, EC2...) are recorded in the alarm's history as not executed. Definitions and states persist
+in STATE_DIR/alarms.json; history is kept in memory. Alarm Periods are policy seconds: at
+`--time-scale N` a Period of 60 lasts 60/N wall seconds; timestamps shown are wall-clock.
+See docs/cloudwatch.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from emulator.config import ServerConfig
+from emulator.errors import AlarmNotFound, InvalidFormat, InvalidParameterCombination, InvalidParameterValue
+from emulator.hosting.autoscaler import AutoScaler
+from emulator.hosting.metrics import METRICS, Metrics, StatisticSet, locate, merge_sets
+from emulator.hosting.persistence import write_atomically
+from emulator.model import alarms as al
+
+log = logging.getLogger(__name__)
+
+HISTORY_KEPT = 100  # items per alarm name, in memory [U]
+MAX_STATISTICS_DATAPOINTS = 1440  # GetMetricStatistics' limit
+_UNITS = {m.name: m.unit for m in METRICS}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class AlarmService:
+    def __init__(
+        self, config: ServerConfig, metrics: Metrics, scaler: AutoScaler, wall: Callable[[], datetime] = _now
+    ) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.scaler = scaler
+        self._wall = wall
+        self._alarms: dict[str, al.MetricAlarm] = {}
+        self._history: dict[str, deque[al.HistoryItem]] = {}
+        self._path = config.state_dir / "alarms.json"
+        self._task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        for alarm in _load(self._path):
+            self._alarms[alarm.spec.name] = alarm
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="alarms")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        period = self.metrics.period_s
+        while True:
+            now = time.time()
+            await asyncio.sleep((int(now // period) + 1) * period - now + min(0.05 * period, 1.0))
+            try:
+                self.evaluate()
+            except Exception:  # noqa: BLE001 - one bad evaluation must not stop the alarms
+                log.exception("alarm evaluation failed")
+
+    def _persist(self) -> None:
+        write_atomically(
+            self._path,
+            json.dumps({"version": 1, "alarms": [_dump(a) for a in self._alarms.values()]}, indent=1),
+        )
+
+    # ------------------------------------------------------------------ alarms
+
+    def put_metric_alarm(self, spec: al.AlarmSpec) -> al.MetricAlarm:
+        """Create, or overwrite the configuration of, an alarm (an update leaves its state as it is);
+        then evaluate it at once, as CloudWatch does."""
+        al.check_spec(spec, self.config.metrics_period_s, self.metrics.keep)
+        now = self._wall()
+        old = self._alarms.get(spec.name)
+        state = al.initial_state(now) if old is None else old.state
+        arn = al.alarm_arn(self.config.region, self.config.account_id, spec.name)
+        alarm = self._alarms[spec.name] = al.MetricAlarm(spec, arn, now, state)
+        verb = "created" if old is None else "updated"
+        self._record(spec.name, now, al.HistoryType.CONFIGURATION, f'Alarm "{spec.name}" {verb}', {})
+        self._persist()
+        self._evaluate(alarm, self.metrics.period_index() - 1)
+        return self._alarms[spec.name]
+
+    def describe_alarms(
+        self,
+        names: Sequence[str] | None = None,
+        prefix: str | None = None,
+        state: str | None = None,
+        action_prefix: str | None = None,
+    ) -> list[al.MetricAlarm]:
+        found = [
+            a
+            for name, a in sorted(self._alarms.items())
+            if (not names or name in names)
+            and (prefix is None or name.startswith(prefix))
+            and (state is None or a.state.value == state)
+            and (
+                action_prefix is None
+                or any(
+                    x.startswith(action_prefix)
+                    for x in (*a.spec.ok_actions, *a.spec.alarm_actions, *a.spec.insufficient_data_actions)
+                )
+            )
+        ]
+        return found
+
+    def delete_alarms(self, names: Sequence[str]) -> None:
+        """All or nothing, as DeleteAlarms documents ('In the event of an error, no alarms are deleted')."""
+        missing = [n for n in names if n not in self._alarms]
+        if missing:
+            raise AlarmNotFound(al.not_found(missing))
+        now = self._wall()
+        for name in names:
+            self._alarms.pop(name, None)
+            self._record(name, now, al.HistoryType.CONFIGURATION, f'Alarm "{name}" deleted', {})
+        self._persist()
+
+    def set_actions_enabled(self, names: Sequence[str], enabled: bool) -> None:
+        for name in names:
+            alarm = self._alarms.get(name)
+            if alarm is not None:
+                spec = dataclasses.replace(alarm.spec, actions_enabled=enabled)
+                self._alarms[name] = dataclasses.replace(alarm, spec=spec)
+        self._persist()
+
+    def set_alarm_state(self, name: str, value: str, reason: str, reason_data: str | None) -> None:
+        """Until the next evaluation; the new state's actions run when the state changes."""
+        alarm = self._alarms.get(name)
+        if alarm is None:
+            raise AlarmNotFound(al.not_found([name]))
+        if reason_data is not None:
+            try:
+                json.loads(reason_data)
+            except ValueError as exc:
+                raise InvalidFormat(al.REASON_DATA_NOT_JSON) from exc
+        now = self._wall()
+        state = al.AlarmState(value)
+        changed = state is not alarm.state.value
+        record = al.StateRecord(state, reason, reason_data, now, now if changed else alarm.state.transitioned)
+        self._set_state(alarm, record)
+        if changed:
+            self._act(self._alarms[name], None, transition=True)
+
+    def history(
+        self,
+        name: str | None,
+        item_type: str | None,
+        start: datetime | None,
+        end: datetime | None,
+        oldest_first: bool,
+    ) -> list[al.HistoryItem]:
+        items = [
+            h
+            for alarm_name, kept in self._history.items()
+            if name is None or alarm_name == name
+            for h in kept
+            if (item_type is None or h.item_type.value == item_type)
+            and (start is None or h.timestamp >= start)
+            and (end is None or h.timestamp <= end)
+        ]
+        return sorted(items, key=lambda h: h.timestamp, reverse=not oldest_first)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def evaluate(self) -> None:
+        """Every alarm, on the periods closed so far (once per metric period)."""
+        last = self.metrics.period_index() - 1
+        for alarm in list(self._alarms.values()):
+            self._evaluate(alarm, last)
+
+    def _evaluate(self, alarm: al.MetricAlarm, last: int) -> None:
+        windows = self.windows(alarm.spec, last)
+        verdict = al.evaluate(alarm.spec, windows, self._wall())
+        if verdict.state is not None and verdict.state is not alarm.state.value:
+            now = self._wall()
+            record = al.StateRecord(verdict.state, verdict.reason, verdict.reason_data, now, now)
+            self._set_state(alarm, record)
+            self._act(self._alarms[alarm.spec.name], verdict.newest, transition=True)
+        else:
+            self._act(alarm, verdict.newest, transition=False)
+
+    def windows(self, spec: al.AlarmSpec, last: int) -> list[al.Window]:
+        """The alarm's evaluation range ending with period `last`: one datapoint per alarm Period
+        (oldest first), EvaluationPeriods + 2 of them as far as the periods kept reach."""
+        k = int(spec.period // self.config.metrics_period_s)
+        count = min(spec.evaluation_periods + al.EXTRA_RANGE, self.metrics.keep // k)
+        sets = self._sets(spec.metric, spec.unit)
+        out: list[al.Window] = []
+        for j in range(count):
+            first = last - (count - j) * k + 1
+            merged = merge_sets(sets[i] for i in range(first, first + k) if i in sets)
+            value = None if merged is None else merged.value(spec.statistic)
+            out.append(al.Window(self._stamp(first), value, 0.0 if merged is None else merged.sample_count))
+        return out
+
+    def _set_state(self, alarm: al.MetricAlarm, record: al.StateRecord) -> None:
+        self._alarms[alarm.spec.name] = dataclasses.replace(alarm, state=record)
+        self._remember(al.state_update(alarm.spec.name, alarm.state, record))
+        self._persist()
+
+    def _act(self, alarm: al.MetricAlarm, newest: float | None, transition: bool) -> None:
+        """Run the current state's actions: scaling policies at every evaluation, the rest (not
+        executed) noted on transitions."""
+        spec = alarm.spec
+        if not spec.actions_enabled:
+            return
+        for arn in spec.actions(alarm.state.value):
+            if al.is_scaling_policy(arn):
+                metric = spec.threshold if newest is None else newest
+                try:
+                    ran = self.scaler.alarm_fired(arn, spec.name, metric, spec.threshold)
+                except Exception as exc:  # noqa: BLE001 - a failing action must not stop evaluation
+                    log.exception("alarm action %s failed", arn)
+                    ran, problem = False, f"{type(exc).__name__}: {exc}"
+                else:
+                    problem = al.NO_SUCH_POLICY
+                if transition:
+                    summary = al.action_summary(arn, ran, problem)
+                    self._record(spec.name, self._wall(), al.HistoryType.ACTION, summary, {"actionArn": arn})
+            elif transition:
+                summary = al.not_executed(arn)
+                self._record(spec.name, self._wall(), al.HistoryType.ACTION, summary, {"actionArn": arn})
+
+    def _record(
+        self, name: str, when: datetime, kind: al.HistoryType, summary: str, data: dict[str, Any]
+    ) -> None:
+        self._remember(al.HistoryItem(name, when, kind, summary, json.dumps({"version": "1.0", **data})))
+
+    def _remember(self, item: al.HistoryItem) -> None:
+        kept = self._history.get(item.alarm_name)
+        if kept is None:
+            kept = self._history[item.alarm_name] = deque(maxlen=HISTORY_KEPT)
+        kept.append(item)
+
+    # ------------------------------------------------------------------ metric queries
+
+    def _sets(self, metric: al.Metric, unit: str | None) -> dict[int, StatisticSet]:
+        where = locate(metric.namespace, metric.name, metric.dimensions)
+        if where is None or (unit is not None and unit != _UNITS[metric.name]):
+            return {}
+        return self.metrics.statistic_sets(*where, metric.name)
+
+    def _stamp(self, index: int) -> datetime:
+        return datetime.fromtimestamp(index * self.metrics.period_s, UTC)
+
+    def statistics(
+        self,
+        metric: al.Metric,
+        unit: str | None,
+        start: datetime,
+        end: datetime,
+        period: int,
+        limit: int | None = MAX_STATISTICS_DATAPOINTS,
+    ) -> list[tuple[datetime, StatisticSet]]:
+        """Datapoints of `period` policy seconds from `start` (rounded down to a metric period) to
+        `end` (wall-clock), oldest first; periods without data are left out."""
+        base = self.config.metrics_period_s
+        if period <= 0 or period % base:
+            raise InvalidParameterValue(al.bad_query_period(period, int(base)))
+        if start >= end:
+            raise InvalidParameterValue("The parameter StartTime must be less than the parameter EndTime.")
+        real = self.metrics.period_s
+        first = math.floor(start.timestamp() / real)
+        stop = math.ceil(end.timestamp() / real)
+        k = int(period // base)
+        wanted = math.ceil((stop - first) / k)
+        if limit is not None and wanted > limit:
+            raise InvalidParameterCombination(al.too_many_datapoints(wanted, limit))
+        where = locate(metric.namespace, metric.name, metric.dimensions)
+        if where is None or (unit is not None and unit != _UNITS[metric.name]):
+            return []
+        return [(self._stamp(i), s) for i, s in self.metrics.buckets(*where, metric.name, first, stop, k)]
+
+    def list_metrics(
+        self, namespace: str | None, name: str | None, filters: Iterable[tuple[str, str | None]]
+    ) -> list[al.Metric]:
+        wanted = list(filters)
+        out: list[al.Metric] = []
+        for ns, metric, endpoint, variant in self.metrics.published():
+            dims = {"EndpointName": endpoint, "VariantName": variant}
+            if (namespace is None or ns == namespace) and (name is None or metric == name):
+                if all(k in dims and (v is None or dims[k] == v) for k, v in wanted):
+                    out.append(al.Metric(ns, metric, tuple(dims.items())))
+        return sorted(out, key=lambda m: (m.namespace, m.name, m.dimensions))
+
+    @staticmethod
+    def unit_of(metric: al.Metric) -> str | None:
+        return _UNITS.get(metric.name)
+
+
+# ---------------------------------------------------------------------- alarms.json
+
+
+def _dump(a: al.MetricAlarm) -> dict[str, Any]:
+    s = a.state
+    return {
+        "spec": dataclasses.asdict(a.spec),
+        "arn": a.arn,
+        "configured": a.configuration_updated.isoformat(),
+        "state": [s.value.value, s.reason, s.reason_data, s.updated.isoformat(), s.transitioned.isoformat()],
+    }
+
+
+def _undump(d: dict[str, Any]) -> al.MetricAlarm:
+    spec = dict(d["spec"])
+    m = spec.pop("metric")
+    dims = tuple((str(k), str(v)) for k, v in m["dimensions"])
+    metric = al.Metric(str(m["namespace"]), str(m["name"]), dims)
+    treat = spec.pop("treat_missing_data")
+    for key in ("ok_actions", "alarm_actions", "insufficient_data_actions"):
+        spec[key] = tuple(spec[key])
+    comparison = al.Comparison(spec.pop("comparison"))
+    parsed = al.AlarmSpec(
+        metric=metric,
+        comparison=comparison,
+        treat_missing_data=None if treat is None else al.TreatMissing(treat),
+        **spec,
+    )
+    value, reason, data, updated, transitioned = d["state"]
+    when = datetime.fromisoformat
+    state = al.StateRecord(al.AlarmState(value), reason, data, when(updated), when(transitioned))
+    return al.MetricAlarm(parsed, str(d["arn"]), datetime.fromisoformat(d["configured"]), state)
+
+
+def _load(path: Path) -> list[al.MetricAlarm]:
+    """No file: no alarms; an unreadable or malformed file is logged and ignored."""
+    try:
+        document = json.loads(path.read_text())
+        return [_undump(d) for d in document["alarms"]]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("ignoring unreadable %s: %s", path, exc)
+        return []
