@@ -242,6 +242,10 @@ class Deployer:
             if isinstance(exc, BaseExceptionGroup):
                 raise _first_error(exc) from None
             raise
+        return self.fleet_of(plan, instances)
+
+    def fleet_of(self, plan: VariantPlan, instances: list[Instance]) -> VariantFleet:
+        """The serving side of a variant whose instances are healthy."""
         deployed = DeployedImage(plan.model.primary_container.image, plan.image.resolved, datetime.now(UTC))
         return VariantFleet(
             variant=plan.variant,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import random
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -105,3 +106,34 @@ class EndpointFleet:
 
     def all_instances(self) -> list[Instance]:
         return [i for v in self.variants.values() for i in v.instances]
+
+
+class TrafficShift(EndpointFleet):
+    """Routing while a blue/green deployment shifts traffic: `share` of the requests go to the green
+    fleet, the rest to the blue one. DescribeEndpoint (and weights) show the blue fleet until the
+    shift completes."""
+
+    def __init__(
+        self,
+        blue: EndpointFleet,
+        green: EndpointFleet,
+        share: float,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self.blue = blue
+        self.green = green
+        self.share = share
+        self._rng = rng
+        self.variants = blue.variants
+        self._choice = blue._choice
+
+    def set_weights(self, weights: dict[str, float]) -> None:
+        self.blue.set_weights(weights)
+        self._choice = self.blue._choice
+
+    def choose(self, target_variant: str | None) -> VariantFleet | None:
+        first, second = (self.green, self.blue) if self._rng() < self.share else (self.blue, self.green)
+        return first.choose(target_variant) or second.choose(target_variant)
+
+    def all_instances(self) -> list[Instance]:
+        return self.blue.all_instances() + self.green.all_instances()

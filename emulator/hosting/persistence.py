@@ -5,6 +5,7 @@ Written atomically after every control-plane mutation (they are rare); read once
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -13,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from emulator.model import deployment as dp
 from emulator.model.resources import (
     ContainerDefinition,
     Endpoint,
@@ -138,6 +140,9 @@ def _endpoint_to_json(e: Endpoint) -> dict[str, Any]:
         "failure_reason": e.failure_reason,
         "tags": list(e.tags),
         "variant_overrides": [list(o) for o in e.variant_overrides],
+        "last_deployment_config": None
+        if e.last_deployment_config is None
+        else dataclasses.asdict(e.last_deployment_config),
     }
 
 
@@ -155,7 +160,40 @@ def _endpoint_from_json(d: dict[str, Any]) -> Endpoint:
             (str(name), None if w is None else float(w), None if c is None else int(c))
             for name, w, c in d.get("variant_overrides", [])
         ),
+        last_deployment_config=_deployment(d.get("last_deployment_config")),
     )
+
+
+def _size(d: dict[str, Any] | None) -> dp.CapacitySize | None:
+    return None if d is None else dp.CapacitySize(d["type"], int(d["value"]))
+
+
+def _deployment(d: dict[str, Any] | None) -> dp.DeploymentConfig | None:
+    if d is None:
+        return None
+    blue_green = rolling = None
+    if (bg := d.get("blue_green")) is not None:
+        r = bg["traffic_routing"]
+        blue_green = dp.BlueGreenPolicy(
+            dp.TrafficRouting(
+                r["type"],
+                int(r["wait_interval_s"]),
+                _size(r.get("canary_size")),
+                _size(r.get("linear_step_size")),
+            ),
+            bg.get("termination_wait_s"),
+            bg.get("maximum_execution_timeout_s"),
+        )
+    if (ru := d.get("rolling")) is not None:
+        size = _size(ru["maximum_batch_size"])
+        assert size is not None
+        rolling = dp.RollingPolicy(
+            size,
+            int(ru["wait_interval_s"]),
+            ru.get("maximum_execution_timeout_s"),
+            _size(ru.get("rollback_maximum_batch_size")),
+        )
+    return dp.DeploymentConfig(blue_green, rolling, tuple(d.get("rollback_alarms", ())))
 
 
 def save(path: Path, snapshot: Snapshot) -> None:

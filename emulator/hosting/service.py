@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,12 +32,14 @@ from emulator.errors import (
     ResourceNotFound,
     ValidationFailed,
 )
-from emulator.hosting import health, persistence
+from emulator.hosting import health, persistence, rollout
 from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.invoker import ContainerReply, FaultContext, Invoker
+from emulator.model import deployment as dp
 from emulator.model import messages
 from emulator.model.arns import Account
+from emulator.model.deployment import DeploymentConfig
 from emulator.model.resources import (
     ContainerDefinition,
     Endpoint,
@@ -45,10 +47,8 @@ from emulator.model.resources import (
     EndpointStatus,
     Model,
     ModelDataSource,
-    PendingDeployment,
     ProductionVariant,
     VariantStatus,
-    VariantSummary,
 )
 from emulator.model.store import Registry
 from emulator.runtime import labels
@@ -111,6 +111,9 @@ class HostingService:
         self.deployer = Deployer(config, runtime, lambda: self.ping_session)
         #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
         self.deletion_listeners: list[Callable[[str], None]] = []
+        #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
+        #: deployments with AutoRollbackConfiguration read it while they wait.
+        self.alarm_states: Callable[[Sequence[str]], Sequence[str]] | None = None
         #: Called with (endpoint, current config, new config) before UpdateEndpoint is accepted; a
         #: guard raises ValidationFailed to refuse it (autoscaling: registered variants).
         self.update_guards: list[Callable[[str, EndpointConfig | None, EndpointConfig], None]] = []
@@ -266,7 +269,11 @@ class HostingService:
     # ------------------------------------------------------------------ endpoints
 
     def create_endpoint(
-        self, name: str, config_name: str, tags: tuple[tuple[str, str], ...] = ()
+        self,
+        name: str,
+        config_name: str,
+        tags: tuple[tuple[str, str], ...] = (),
+        deployment: DeploymentConfig | None = None,
     ) -> Endpoint:
         arn = self.account.endpoint_arn(name)
         if name in self.endpoints:
@@ -281,7 +288,10 @@ class HostingService:
             creation_time=now,
             last_modified_time=now,
             tags=tags,
+            last_deployment_config=deployment,
         )
+        if deployment is not None:
+            dp.validate(deployment)
         self.endpoints.put(endpoint)
         self._persist()
         self._spawn(name, self._deploy(endpoint, endpoint_config))
@@ -543,15 +553,26 @@ class HostingService:
         config_name: str,
         retain_all: bool = False,
         exclude_retained: frozenset[str] = frozenset(),
+        deployment: DeploymentConfig | None = None,
+        retain_deployment: bool = False,
     ) -> Endpoint:
-        """Blue/green, all at once: new fleet, healthy, swap routing, retire the old fleet.
-        `retain_all` keeps the current DesiredInstanceCount and DesiredWeight of same-named
-        variants (RetainAllVariantProperties), except the property types in `exclude_retained`."""
+        """Blue/green by default (all at once, or canary/linear traffic shifting), or rolling, per
+        `deployment` (or the endpoint's last one with `retain_deployment`). `retain_all` keeps the
+        current DesiredInstanceCount and DesiredWeight of same-named variants
+        (RetainAllVariantProperties), except the property types in `exclude_retained`."""
         endpoint, fleet = self._serving(name)
         endpoint_config = self.describe_endpoint_config(config_name)
         current = self.endpoint_configs.get(endpoint.endpoint_config_name)
         for guard in self.update_guards:
             guard(endpoint.name, current, endpoint_config)
+        if deployment is None and retain_deployment:
+            deployment = endpoint.last_deployment_config
+        if deployment is not None:
+            dp.validate(deployment)
+            if deployment.rolling is not None and set(fleet.variants) != {
+                v.variant_name for v in endpoint_config.production_variants
+            }:
+                raise ValidationFailed(messages.rolling_needs_same_variants())
         overrides: tuple[tuple[str, float | None, int | None], ...] = ()
         if retain_all:
             summaries = {v.variant_name: v for v in (f.summary() for f in fleet.variants.values())}
@@ -570,46 +591,32 @@ class HostingService:
             endpoint_config
         )
         self._quiesce(endpoint.name)
-        pending = PendingDeployment(
-            endpoint_config.name,
-            self._clock(),
-            tuple(
-                VariantSummary(
-                    variant_name=v.variant_name,
-                    current_weight=0.0,
-                    desired_weight=v.initial_variant_weight,
-                    current_instance_count=0,
-                    desired_instance_count=v.initial_instance_count,
-                    statuses=(
-                        VariantStatus(
-                            "Creating", f"Launching {v.initial_instance_count} instance(s).", self._clock()
-                        ),
-                    ),
-                    instance_type=v.instance_type,
-                )
-                for v in retained.production_variants
-            ),
+        pending = rollout.pending_summary(retained, self._clock())
+        updated = self._set_status(
+            endpoint.name,
+            EndpointStatus.UPDATING,
+            pending_deployment=pending,
+            last_deployment_config=deployment or endpoint.last_deployment_config,
         )
-        updated = self._set_status(endpoint.name, EndpointStatus.UPDATING, pending_deployment=pending)
-        self._spawn(endpoint.name, self._blue_green(endpoint.name, retained, overrides))
+        self._spawn(endpoint.name, self._update(endpoint.name, retained, overrides, deployment))
         return updated
 
-    async def _blue_green(
+    async def _update(
         self,
         name: str,
         endpoint_config: EndpointConfig,
-        overrides: tuple[tuple[str, float | None, int | None], ...] = (),
+        overrides: tuple[tuple[str, float | None, int | None], ...],
+        deployment: DeploymentConfig | None,
     ) -> None:
         """`endpoint_config` has the retained properties applied already; `overrides` are kept on
         the endpoint afterwards so that a restart re-launches them."""
         self.deployer.platform_log(name, f"updating to endpoint config {endpoint_config.name}")
         try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [
-                    group.create_task(self._launch(name, v, [])) for v in endpoint_config.production_variants
-                ]
-            fleets = [t.result() for t in tasks]
-        except BaseExceptionGroup as group_exc:
+            if deployment is not None and deployment.rolling is not None:
+                outcome = await rollout.rolling(self, name, endpoint_config, deployment)
+            else:
+                outcome = await rollout.blue_green(self, name, endpoint_config, deployment)
+        except BaseExceptionGroup as group_exc:  # the new fleet failed to start
             error = _first(group_exc)
             if isinstance(error, asyncio.CancelledError):
                 raise error from None
@@ -619,11 +626,17 @@ class HostingService:
             self._set_status(name, EndpointStatus.IN_SERVICE, reason, pending_deployment=None)
             self._watch(name)
             return
-        old = self._fleets.get(name)
-        self._fleets[name] = EndpointFleet(fleets)  # one assignment: the next request uses the new fleet
-        self.deployer.platform_log(name, "traffic shifted to the new fleet")
-        if old is not None:
-            await self._retire(old.all_instances())
+        if outcome.rollback_failed:
+            reason = messages.rollback_failed(outcome.reason or "")
+            self.deployer.platform_log(name, reason)
+            self._set_status(name, EndpointStatus.UPDATE_ROLLBACK_FAILED, reason, pending_deployment=None)
+            return
+        if outcome.reason is not None:
+            reason = messages.rolled_back(outcome.reason)
+            self.deployer.platform_log(name, f"{reason}; the old fleet serves")
+            self._set_status(name, EndpointStatus.IN_SERVICE, reason, pending_deployment=None)
+            self._watch(name)
+            return
         self._set_status(
             name,
             EndpointStatus.IN_SERVICE,
@@ -633,6 +646,47 @@ class HostingService:
         )
         self._watch(name)
         self.deployer.platform_log(name, "endpoint InService (update complete)")
+
+    # ------------------------------------------------------------------ rollout.FleetHost
+
+    async def launch(self, name: str, variant: ProductionVariant) -> VariantFleet:
+        return await self._launch(name, variant, [])
+
+    async def plan(self, name: str, variant: ProductionVariant) -> VariantPlan:
+        return await self._plan(name, variant)
+
+    def serving(self, name: str) -> EndpointFleet | None:
+        return self._fleets.get(name)
+
+    def route(self, name: str, fleet: EndpointFleet) -> None:
+        self._fleets[name] = fleet
+
+    async def retire(self, instances: list[Instance]) -> None:
+        await self._retire(instances)
+
+    def deployment_stage(self, name: str, status: str, message: str) -> None:
+        """The pending deployment's variants show the stage (ActivatingTraffic, Baking, ...)."""
+        endpoint = self.endpoints.get(name)
+        if endpoint is None or endpoint.pending_deployment is None:
+            return
+        stage = (VariantStatus(status, message, self._clock()),)
+        pending = endpoint.pending_deployment
+        variants = tuple(dataclasses.replace(v, statuses=stage) for v in pending.production_variants)
+        self.endpoints.put(
+            dataclasses.replace(
+                endpoint, pending_deployment=dataclasses.replace(pending, production_variants=variants)
+            )
+        )
+
+    def rolling_back(self, name: str) -> None:
+        endpoint = self.endpoints.get(name)
+        if endpoint is not None:
+            self._set_status(
+                name, EndpointStatus.ROLLING_BACK, pending_deployment=endpoint.pending_deployment
+            )
+
+    def firing(self, alarms: Sequence[str]) -> list[str]:
+        return list(self.alarm_states(alarms)) if self.alarm_states is not None else []
 
     def _set_status(
         self, name: str, status: EndpointStatus, failure_reason: str | None = None, **changes: Any

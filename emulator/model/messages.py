@@ -137,3 +137,19 @@ def autoscaled_variant_update(variant: str, endpoint: str) -> str:  # [U]
         f"The variant {variant} of endpoint {endpoint} is registered with Application Auto Scaling. "
         "Deregister its scalable target before you remove the variant or change its instance type."
     )
+
+
+def rolling_needs_same_variants() -> str:  # [U]
+    return (
+        "A RollingUpdatePolicy replaces the instances of existing variants: the new endpoint "
+        "configuration must have the same variant names. Add or remove variants with a "
+        "BlueGreenUpdatePolicy."
+    )
+
+
+def rolled_back(reason: str) -> str:  # [U]
+    return f"The update was rolled back because {reason}. The endpoint serves its previous configuration."
+
+
+def rollback_failed(reason: str) -> str:  # [U]
+    return f"The update failed and its rollback failed too: {reason}. Instances of both configurations serve."

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from emulator.model.deployment import DeploymentConfig
+
 
 class EndpointStatus(enum.StrEnum):
     OUT_OF_SERVICE = "OutOfService"
@@ -18,6 +20,7 @@ class EndpointStatus(enum.StrEnum):
     IN_SERVICE = "InService"
     DELETING = "Deleting"
     FAILED = "Failed"
+    UPDATE_ROLLBACK_FAILED = "UpdateRollbackFailed"
 
 
 class RoutingStrategy(enum.StrEnum):
@@ -131,6 +134,8 @@ class Endpoint:
     #: since the endpoint config was deployed; a restart re-launches with them. UpdateEndpoint clears.
     variant_overrides: tuple[tuple[str, float | None, int | None], ...] = ()
     pending_deployment: PendingDeployment | None = None  # live only, never persisted
+    #: the DeploymentConfig of CreateEndpoint or the last UpdateEndpoint (LastDeploymentConfig)
+    last_deployment_config: DeploymentConfig | None = None
 
     def effective_config(self, config: EndpointConfig) -> EndpointConfig:
         """The endpoint config with this endpoint's weight and capacity overrides applied."""

@@ -271,10 +271,43 @@ def test_create_endpoint_config_input() -> None:
 
 def test_create_endpoint_input() -> None:
     got = s.create_endpoint_input({"EndpointName": "e", "EndpointConfigName": "c"})
-    assert got == {"name": "e", "config_name": "c", "tags": ()}
-    unsupported(
-        s.create_endpoint_input, {"EndpointName": "e", "EndpointConfigName": "c", "DeploymentConfig": {}}
+    assert got == {"name": "e", "config_name": "c", "tags": (), "deployment": None}
+
+
+DEPLOYMENT = {
+    "BlueGreenUpdatePolicy": {
+        "TrafficRoutingConfiguration": {
+            "Type": "CANARY",
+            "WaitIntervalInSeconds": 30,
+            "CanarySize": {"Type": "INSTANCE_COUNT", "Value": 1},
+        },
+        "TerminationWaitInSeconds": 60,
+        "MaximumExecutionTimeoutInSeconds": 900,
+    },
+    "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": "errors"}, {"AlarmName": "latency"}]},
+}
+
+
+def test_deployment_config_round_trips() -> None:
+    parsed = s.deployment_config_input(DEPLOYMENT)
+    assert parsed is not None
+    assert parsed.rollback_alarms == ("errors", "latency")
+    assert parsed.blue_green is not None and parsed.blue_green.traffic_routing.canary_size is not None
+    assert parsed.blue_green.traffic_routing.canary_size.value == 1
+    assert s.deployment_config_output(parsed) == DEPLOYMENT
+    rolling = {
+        "RollingUpdatePolicy": {
+            "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
+            "WaitIntervalInSeconds": 0,
+            "RollbackMaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 2},
+        }
+    }
+    parsed = s.deployment_config_input(rolling)
+    assert parsed is not None and s.deployment_config_output(parsed) == rolling
+    got = s.create_endpoint_input(
+        {"EndpointName": "e", "EndpointConfigName": "c", "DeploymentConfig": rolling}
     )
+    assert got["deployment"] == parsed
 
 
 # ------------------------------------------------------------------------------------ outputs
