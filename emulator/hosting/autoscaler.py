@@ -51,6 +51,7 @@ class _TargetState:
     scale_in_cooldown_s: float = 0.0
     action: asyncio.Task[None] | None = None
     last_not_scaled: str | None = None  # the reason code of the newest not-scaled activity
+    range_changed: bool = False  # registered (again): the capacity is to be brought into range
     activities: list[sc.ScalingActivity] = field(default_factory=list)  # oldest first
 
 
@@ -125,6 +126,7 @@ class AutoScaler:
         ref = variant_of(key)
         current = self._capacity(ref, registering=True)
         target = self.registry.put_target(key, min_capacity, max_capacity, role_arn, suspended, tags)
+        self._target_state(key).range_changed = True
         self._enforce_range(target, ref, current)
         return target
 
@@ -133,10 +135,8 @@ class AutoScaler:
         self._drop(key)
 
     def _drop(self, key: sc.TargetKey) -> None:
+        """An activity under way finishes and is recorded (only shutdown cancels one)."""
         self.registry.drop(key)
-        state = self._state.get(key)
-        if state is not None and state.action is not None:
-            state.action.cancel()
 
     def _guard_update(self, endpoint: str, current: EndpointConfig | None, new: EndpointConfig) -> None:
         """UpdateEndpoint may change an autoscaled variant's model, not remove it or change its
@@ -362,10 +362,13 @@ class AutoScaler:
         return variant.current_instance_count if count is None else count
 
     def _enforce_range(self, target: sc.ScalableTarget, ref: sc.VariantRef, current: int) -> bool:
-        """A capacity outside [MinCapacity, MaxCapacity] is brought inside at once."""
+        """After RegisterScalableTarget, a capacity outside [MinCapacity, MaxCapacity] is brought
+        inside at once (or as soon as the running activity ends). Manual changes later are left
+        alone until a policy acts [U]."""
         state = self._target_state(target.key)
-        if state.action is not None and not state.action.done():
+        if not state.range_changed or (state.action is not None and not state.action.done()):
             return False
+        state.range_changed = False
         capacity = self._bounded(target, current)
         if capacity == current:
             return False
