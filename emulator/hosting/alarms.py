@@ -179,7 +179,8 @@ class AlarmService:
             and (start is None or h.timestamp >= start)
             and (end is None or h.timestamp <= end)
         ]
-        return sorted(items, key=lambda h: h.timestamp, reverse=not oldest_first)
+        items.sort(key=lambda h: h.timestamp)  # stable: items of one instant stay in the order they happened
+        return items if oldest_first else items[::-1]
 
     # ------------------------------------------------------------------ evaluation
 
