@@ -32,10 +32,13 @@ from emulator.errors import (
     ResourceNotFound,
     ValidationFailed,
 )
-from emulator.hosting import health, persistence, rollout
+from emulator.hosting import persistence
 from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
+from emulator.hosting.instance_health import InstanceHealth
 from emulator.hosting.invoker import ContainerReply, FaultContext, Invoker
+from emulator.hosting.service_base import ServiceBase, first_error
+from emulator.hosting.updates import FleetUpdates
 from emulator.model import deployment as dp
 from emulator.model import messages
 from emulator.model.arns import Account
@@ -48,7 +51,6 @@ from emulator.model.resources import (
     Model,
     ModelDataSource,
     ProductionVariant,
-    VariantStatus,
 )
 from emulator.model.store import Registry
 from emulator.runtime import labels
@@ -81,7 +83,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class HostingService:
+class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
     def __init__(
         self,
         config: ServerConfig,
@@ -320,374 +322,6 @@ class HostingService:
         for listener in self.deletion_listeners:
             listener(endpoint.name)
 
-    # ------------------------------------------------------------------ updates
-
-    def _serving(self, name: str) -> tuple[Endpoint, EndpointFleet]:
-        """The endpoint and its fleet, if it may be updated now (InService)."""
-        endpoint = self.describe_endpoint(name)
-        fleet = self._fleets.get(endpoint.name)
-        if endpoint.status is not EndpointStatus.IN_SERVICE or fleet is None:
-            raise ResourceInProgress(messages.in_progress(endpoint.arn))
-        return endpoint, fleet
-
-    def update_endpoint_weights_and_capacities(
-        self, name: str, desired: tuple[tuple[str, float | None, int | None], ...]
-    ) -> Endpoint:
-        """Weights apply to routing at once; capacity changes run as a task (Updating -> InService)."""
-        endpoint, fleet = self._serving(name)
-        for variant_name, _, count in desired:
-            if variant_name not in fleet.variants:
-                raise ValidationFailed(messages.unknown_variant_update(variant_name, endpoint.name))
-            if count is not None and count < 1:  # [U]: smlocal keeps at least one instance
-                raise ValidationFailed(
-                    f"DesiredInstanceCount of variant {variant_name} must be at least 1 in smlocal."
-                )
-        overrides = {name: (w, c) for name, w, c in endpoint.variant_overrides}
-        for variant_name, weight, count in desired:
-            variant = fleet.variants[variant_name]
-            old_weight, old_count = overrides.get(variant_name, (None, None))
-            if weight is not None:
-                variant.desired_weight = weight
-            if count is not None:
-                variant.desired_count = count
-            overrides[variant_name] = (
-                old_weight if weight is None else weight,
-                old_count if count is None else count,
-            )
-        self._quiesce(endpoint.name)
-        updated = self._set_status(
-            endpoint.name,
-            EndpointStatus.UPDATING,
-            variant_overrides=tuple((name, w, c) for name, (w, c) in sorted(overrides.items())),
-        )
-        self._spawn(endpoint.name, self._apply_capacities(endpoint.name, fleet))
-        return updated
-
-    async def _apply_capacities(self, name: str, fleet: EndpointFleet) -> None:
-        weights = {
-            n: v.desired_weight
-            for n, v in fleet.variants.items()
-            if v.desired_weight is not None and v.desired_weight != v.weight
-        }
-        if weights:
-            fleet.set_weights(weights)
-            self.deployer.platform_log(name, f"weights now {weights}")
-        failure: str | None = None
-        try:
-            async with asyncio.TaskGroup() as group:
-                for variant in fleet.variants.values():
-                    group.create_task(self._scale(name, variant))
-        except BaseExceptionGroup as group_exc:
-            error = _first(group_exc)
-            if isinstance(error, asyncio.CancelledError):
-                raise error from None
-            failure = _reason(name, error)
-            self.deployer.platform_log(name, f"capacity update failed: {failure}")
-        self._set_status(name, EndpointStatus.IN_SERVICE, failure)
-        self._watch(name)
-
-    async def _scale(self, name: str, variant: VariantFleet) -> None:
-        target = variant.desired_count
-        if target is None:
-            target = variant.variant.initial_instance_count
-        current = len(variant.instances)
-        if target == current:
-            return
-        now = self._clock()
-        try:
-            if target > current:
-                assert variant.plan is not None
-                self.deployer.platform_log(
-                    name,
-                    f"{variant.variant.variant_name}: scaling out from {current} to {target} instance(s)",
-                )
-                variant.statuses = (
-                    VariantStatus("Updating", f"Scaling out desired instance count to {target}.", now),
-                    VariantStatus("Creating", f"Launching {target - current} instance(s).", now),
-                )
-                new = await self.deployer.start_healthy(variant.plan, target - current)
-                variant.add(new)
-                return
-            victims = variant.instances[target:]
-            self.deployer.platform_log(
-                name, f"{variant.variant.variant_name}: scaling in from {current} to {target} instance(s)"
-            )
-            variant.statuses = (VariantStatus("Deleting", f"Terminating {len(victims)} instance(s).", now),)
-            variant.remove(victims)
-            await self._retire(victims)
-        finally:
-            variant.statuses = ()
-
-    async def _retire(self, instances: list[Instance]) -> None:
-        """Instances already out of rotation: let their outstanding requests finish (bounded by the
-        stop grace period), then SIGTERM -> grace -> SIGKILL."""
-        deadline = asyncio.get_running_loop().time() + self.config.limits.stop_grace_s
-        while any(i.outstanding for i in instances) and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.02)  # bounded polling: the count has no event of its own
-        await self.deployer.stop_instances(instances)
-
-    # ------------------------------------------------------------------ instance health
-
-    def _watch(self, name: str) -> None:
-        """Start watching an InService endpoint's instances (no-op if already watched)."""
-        task = self._monitors.get(name)
-        if task is None or task.done():
-            self._monitors[name] = asyncio.ensure_future(self._monitor(name))
-
-    def _quiesce(self, name: str, cancel_replacements: bool = False) -> list[asyncio.Task[None]]:
-        """Stop watching (before an update or deletion changes the fleet). Replacements under way
-        finish their start (cancelling one mid-ping can leak its socket) and then stop what they
-        started, since the endpoint is no longer watched; shutdown cancels them."""
-        replacements = list(self._replacements.pop(name, set()))
-        tasks = list(replacements)
-        monitor = self._monitors.pop(name, None)
-        if monitor is not None:
-            tasks.append(monitor)
-            monitor.cancel()
-        for task in replacements:
-            if cancel_replacements:
-                task.cancel()
-        for suspect in self._suspects.pop(name, []):  # their verdict is cancelled: stop them
-            stopping = asyncio.ensure_future(self.deployer.stop_instances([suspect]))
-            self._stopping.add(stopping)
-            stopping.add_done_callback(self._stopping.discard)
-        return tasks
-
-    async def _monitor(self, name: str) -> None:
-        loop = asyncio.get_running_loop()
-        interval = self.health_check_interval_s
-        next_ping = loop.time() + interval
-        while True:
-            fleet = self._fleets.get(name)
-            endpoint = self.endpoints.get(name)
-            if fleet is None or endpoint is None or endpoint.status is not EndpointStatus.IN_SERVICE:
-                return
-            serving = [(v, i) for v in fleet.variants.values() for i in v.instances]
-            await health.first_exit([i for _, i in serving], max(0.0, next_ping - loop.time()))
-            do_ping = loop.time() >= next_ping
-            dead = await health.unhealthy(
-                self.ping_session, [i for _, i in serving], self.config.limits.ping_timeout_s, do_ping
-            )
-            if do_ping:
-                next_ping = loop.time() + interval
-            for variant, instance in serving:
-                if instance in dead and instance in variant.instances:
-                    why = "exited" if instance.exited.is_set() else "failed its ping health check"
-                    self._take_out(name, variant, instance, why)
-
-    def _take_out(self, name: str, variant: VariantFleet, instance: Instance, why: str) -> None:
-        """Out of rotation at once and stopped; a replacement joins the rotation when healthy."""
-        variant.remove([instance])
-        suspects = self._suspects.get(name, [])
-        if instance in suspects:
-            suspects.remove(instance)
-        self.deployer.platform_log(
-            name, f"{variant.variant.variant_name}/{instance.instance_id} {why}; replacing it"
-        )
-        # The dead container stops (SIGTERM, grace, SIGKILL) while its replacement starts; this task
-        # is not cancelled with the replacement, so the container never outlives its endpoint.
-        stopping = asyncio.ensure_future(self.deployer.stop_instances([instance]))
-        self._stopping.add(stopping)
-        stopping.add_done_callback(self._stopping.discard)
-        self._track(name, asyncio.ensure_future(self._replace(name, variant, instance)))
-
-    def _track(self, name: str, task: asyncio.Task[None]) -> None:
-        pending = self._replacements.setdefault(name, set())
-        pending.add(task)
-        task.add_done_callback(pending.discard)
-
-    def _suspect(self, name: str, variant: VariantFleet, instance: Instance) -> None:
-        """An instance's connection failed: out of rotation now; replaced unless a ping clears it.
-        Until then it is a suspect, which DeleteEndpoint and shutdown stop with the fleet."""
-        if name not in self._monitors or instance not in variant.instances:
-            return  # not InService (an update owns the fleet), or already handled
-        variant.remove([instance])
-        self._suspects.setdefault(name, []).append(instance)
-
-        async def check() -> None:
-            # A crashing container's exit event usually follows within milliseconds: wait for it
-            # briefly rather than ping a dying container.
-            await health.first_exit([instance], 0.5)
-            if not instance.exited.is_set() and await health.ping(
-                self.ping_session, instance.base_url, self.config.limits.ping_timeout_s
-            ):
-                self._suspects.get(name, []).remove(instance)
-                variant.add([instance])
-                return
-            self._take_out(name, variant, instance, "refused or dropped a connection")
-
-        self._track(name, asyncio.ensure_future(check()))
-
-    def _wanted(self, name: str, variant: VariantFleet) -> bool:
-        fleet = self._fleets.get(name)
-        return name in self._monitors and fleet is not None and variant in fleet.variants.values()
-
-    async def _replace(self, name: str, variant: VariantFleet, dead: Instance) -> None:
-        """Start a new instance, add it to rotation once healthy (retrying after a failure)."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        assert variant.plan is not None
-        while True:
-            if not self._wanted(name, variant):
-                return
-            try:
-                new = await self.deployer.start_healthy(variant.plan, 1)
-            except (DeploymentFailed, EngineError) as exc:
-                self.deployer.platform_log(name, f"{variant.variant.variant_name}: replacement failed: {exc}")
-                await asyncio.sleep(self.health_check_interval_s)  # back-off before the next try
-                continue
-            if not self._wanted(name, variant):  # deleted or updated meanwhile
-                await self.deployer.stop_instances(new)
-                return
-            variant.add(new)
-            self.deployer.platform_log(
-                name,
-                f"{variant.variant.variant_name}/{new[0].instance_id} replaced {dead.instance_id} "
-                f"in {loop.time() - started:.2f} s",
-            )
-            return
-
-    def update_endpoint(
-        self,
-        name: str,
-        config_name: str,
-        retain_all: bool = False,
-        exclude_retained: frozenset[str] = frozenset(),
-        deployment: DeploymentConfig | None = None,
-        retain_deployment: bool = False,
-    ) -> Endpoint:
-        """Blue/green by default (all at once, or canary/linear traffic shifting), or rolling, per
-        `deployment` (or the endpoint's last one with `retain_deployment`). `retain_all` keeps the
-        current DesiredInstanceCount and DesiredWeight of same-named variants
-        (RetainAllVariantProperties), except the property types in `exclude_retained`."""
-        endpoint, fleet = self._serving(name)
-        endpoint_config = self.describe_endpoint_config(config_name)
-        current = self.endpoint_configs.get(endpoint.endpoint_config_name)
-        for guard in self.update_guards:
-            guard(endpoint.name, current, endpoint_config)
-        if deployment is None and retain_deployment:
-            deployment = endpoint.last_deployment_config
-        if deployment is not None:
-            dp.validate(deployment)
-            if deployment.rolling is not None and set(fleet.variants) != {
-                v.variant_name for v in endpoint_config.production_variants
-            }:
-                raise ValidationFailed(messages.rolling_needs_same_variants())
-        overrides: tuple[tuple[str, float | None, int | None], ...] = ()
-        if retain_all:
-            summaries = {v.variant_name: v for v in (f.summary() for f in fleet.variants.values())}
-            overrides = tuple(
-                (
-                    v.variant_name,
-                    None if "DesiredWeight" in exclude_retained else summaries[v.variant_name].desired_weight,
-                    None
-                    if "DesiredInstanceCount" in exclude_retained
-                    else summaries[v.variant_name].desired_instance_count,
-                )
-                for v in endpoint_config.production_variants
-                if v.variant_name in summaries
-            )
-        retained = dataclasses.replace(endpoint, variant_overrides=overrides).effective_config(
-            endpoint_config
-        )
-        self._quiesce(endpoint.name)
-        pending = rollout.pending_summary(retained, self._clock())
-        updated = self._set_status(
-            endpoint.name,
-            EndpointStatus.UPDATING,
-            pending_deployment=pending,
-            last_deployment_config=deployment or endpoint.last_deployment_config,
-        )
-        self._spawn(endpoint.name, self._update(endpoint.name, retained, overrides, deployment))
-        return updated
-
-    async def _update(
-        self,
-        name: str,
-        endpoint_config: EndpointConfig,
-        overrides: tuple[tuple[str, float | None, int | None], ...],
-        deployment: DeploymentConfig | None,
-    ) -> None:
-        """`endpoint_config` has the retained properties applied already; `overrides` are kept on
-        the endpoint afterwards so that a restart re-launches them."""
-        self.deployer.platform_log(name, f"updating to endpoint config {endpoint_config.name}")
-        try:
-            if deployment is not None and deployment.rolling is not None:
-                outcome = await rollout.rolling(self, name, endpoint_config, deployment)
-            else:
-                outcome = await rollout.blue_green(self, name, endpoint_config, deployment)
-        except BaseExceptionGroup as group_exc:  # the new fleet failed to start
-            error = _first(group_exc)
-            if isinstance(error, asyncio.CancelledError):
-                raise error from None
-            reason = _reason(name, error)
-            # [U] SageMaker reports a failed update as InService (old fleet) with a FailureReason.
-            self.deployer.platform_log(name, f"update failed, old fleet keeps serving: {reason}")
-            self._set_status(name, EndpointStatus.IN_SERVICE, reason, pending_deployment=None)
-            self._watch(name)
-            return
-        if outcome.rollback_failed:
-            reason = messages.rollback_failed(outcome.reason or "")
-            self.deployer.platform_log(name, reason)
-            self._set_status(name, EndpointStatus.UPDATE_ROLLBACK_FAILED, reason, pending_deployment=None)
-            return
-        if outcome.reason is not None:
-            reason = messages.rolled_back(outcome.reason)
-            self.deployer.platform_log(name, f"{reason}; the old fleet serves")
-            self._set_status(name, EndpointStatus.IN_SERVICE, reason, pending_deployment=None)
-            self._watch(name)
-            return
-        self._set_status(
-            name,
-            EndpointStatus.IN_SERVICE,
-            endpoint_config_name=endpoint_config.name,
-            variant_overrides=overrides,
-            pending_deployment=None,
-        )
-        self._watch(name)
-        self.deployer.platform_log(name, "endpoint InService (update complete)")
-
-    # ------------------------------------------------------------------ rollout.FleetHost
-
-    async def launch(self, name: str, variant: ProductionVariant) -> VariantFleet:
-        return await self._launch(name, variant, [])
-
-    async def plan(self, name: str, variant: ProductionVariant) -> VariantPlan:
-        return await self._plan(name, variant)
-
-    def serving(self, name: str) -> EndpointFleet | None:
-        return self._fleets.get(name)
-
-    def route(self, name: str, fleet: EndpointFleet) -> None:
-        self._fleets[name] = fleet
-
-    async def retire(self, instances: list[Instance]) -> None:
-        await self._retire(instances)
-
-    def deployment_stage(self, name: str, status: str, message: str) -> None:
-        """The pending deployment's variants show the stage (ActivatingTraffic, Baking, ...)."""
-        endpoint = self.endpoints.get(name)
-        if endpoint is None or endpoint.pending_deployment is None:
-            return
-        stage = (VariantStatus(status, message, self._clock()),)
-        pending = endpoint.pending_deployment
-        variants = tuple(dataclasses.replace(v, statuses=stage) for v in pending.production_variants)
-        self.endpoints.put(
-            dataclasses.replace(
-                endpoint, pending_deployment=dataclasses.replace(pending, production_variants=variants)
-            )
-        )
-
-    def rolling_back(self, name: str) -> None:
-        endpoint = self.endpoints.get(name)
-        if endpoint is not None:
-            self._set_status(
-                name, EndpointStatus.ROLLING_BACK, pending_deployment=endpoint.pending_deployment
-            )
-
-    def firing(self, alarms: Sequence[str]) -> list[str]:
-        return list(self.alarm_states(alarms)) if self.alarm_states is not None else []
-
     def _set_status(
         self, name: str, status: EndpointStatus, failure_reason: str | None = None, **changes: Any
     ) -> Endpoint:
@@ -743,7 +377,7 @@ class HostingService:
                 ]
             fleets = [t.result() for t in tasks]
         except BaseExceptionGroup as group_exc:
-            error = _first(group_exc)
+            error = first_error(group_exc)
             if isinstance(error, asyncio.CancelledError):
                 raise error from None
             reason = (
@@ -899,16 +533,3 @@ class HostingService:
         for instance, text in zip(live, texts, strict=True):
             streams[f"{instance.variant_name}/{instance.instance_id}"] = text
         return dict(sorted(streams.items()))
-
-
-def _reason(endpoint_name: str, error: BaseException) -> str:
-    if isinstance(error, DeploymentFailed | EngineError):
-        return error.message
-    log.exception("update of %s failed", endpoint_name, exc_info=error)
-    return f"Internal error: {error}"
-
-
-def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    for exc in group.exceptions:
-        return _first(exc) if isinstance(exc, BaseExceptionGroup) else exc
-    return group

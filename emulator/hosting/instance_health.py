@@ -1,0 +1,134 @@
+"""Instance health while an endpoint is InService: an instance whose container exits or fails its
+`/ping` (or refuses a connection) leaves rotation at once and is replaced; the endpoint keeps serving
+on the others (docs/api-coverage.md, "Instance health")."""
+
+from __future__ import annotations
+
+import asyncio
+
+from emulator.errors import DeploymentFailed, EngineError
+from emulator.hosting import health
+from emulator.hosting.fleet import Instance, VariantFleet
+from emulator.hosting.service_base import ServiceBase
+from emulator.model.resources import EndpointStatus
+
+
+class InstanceHealth(ServiceBase):
+    def _watch(self, name: str) -> None:
+        """Start watching an InService endpoint's instances (no-op if already watched)."""
+        task = self._monitors.get(name)
+        if task is None or task.done():
+            self._monitors[name] = asyncio.ensure_future(self._monitor(name))
+
+    def _quiesce(self, name: str, cancel_replacements: bool = False) -> list[asyncio.Task[None]]:
+        """Stop watching (before an update or deletion changes the fleet). Replacements under way
+        finish their start (cancelling one mid-ping can leak its socket) and then stop what they
+        started, since the endpoint is no longer watched; shutdown cancels them."""
+        replacements = list(self._replacements.pop(name, set()))
+        tasks = list(replacements)
+        monitor = self._monitors.pop(name, None)
+        if monitor is not None:
+            tasks.append(monitor)
+            monitor.cancel()
+        for task in replacements:
+            if cancel_replacements:
+                task.cancel()
+        for suspect in self._suspects.pop(name, []):  # their verdict is cancelled: stop them
+            stopping = asyncio.ensure_future(self.deployer.stop_instances([suspect]))
+            self._stopping.add(stopping)
+            stopping.add_done_callback(self._stopping.discard)
+        return tasks
+
+    async def _monitor(self, name: str) -> None:
+        loop = asyncio.get_running_loop()
+        interval = self.health_check_interval_s
+        next_ping = loop.time() + interval
+        while True:
+            fleet = self._fleets.get(name)
+            endpoint = self.endpoints.get(name)
+            if fleet is None or endpoint is None or endpoint.status is not EndpointStatus.IN_SERVICE:
+                return
+            serving = [(v, i) for v in fleet.variants.values() for i in v.instances]
+            await health.first_exit([i for _, i in serving], max(0.0, next_ping - loop.time()))
+            do_ping = loop.time() >= next_ping
+            dead = await health.unhealthy(
+                self.ping_session, [i for _, i in serving], self.config.limits.ping_timeout_s, do_ping
+            )
+            if do_ping:
+                next_ping = loop.time() + interval
+            for variant, instance in serving:
+                if instance in dead and instance in variant.instances:
+                    why = "exited" if instance.exited.is_set() else "failed its ping health check"
+                    self._take_out(name, variant, instance, why)
+
+    def _take_out(self, name: str, variant: VariantFleet, instance: Instance, why: str) -> None:
+        """Out of rotation at once and stopped; a replacement joins the rotation when healthy."""
+        variant.remove([instance])
+        suspects = self._suspects.get(name, [])
+        if instance in suspects:
+            suspects.remove(instance)
+        self.deployer.platform_log(
+            name, f"{variant.variant.variant_name}/{instance.instance_id} {why}; replacing it"
+        )
+        # The dead container stops (SIGTERM, grace, SIGKILL) while its replacement starts; this task
+        # is not cancelled with the replacement, so the container never outlives its endpoint.
+        stopping = asyncio.ensure_future(self.deployer.stop_instances([instance]))
+        self._stopping.add(stopping)
+        stopping.add_done_callback(self._stopping.discard)
+        self._track(name, asyncio.ensure_future(self._replace(name, variant, instance)))
+
+    def _track(self, name: str, task: asyncio.Task[None]) -> None:
+        pending = self._replacements.setdefault(name, set())
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    def _suspect(self, name: str, variant: VariantFleet, instance: Instance) -> None:
+        """An instance's connection failed: out of rotation now; replaced unless a ping clears it.
+        Until then it is a suspect, which DeleteEndpoint and shutdown stop with the fleet."""
+        if name not in self._monitors or instance not in variant.instances:
+            return  # not InService (an update owns the fleet), or already handled
+        variant.remove([instance])
+        self._suspects.setdefault(name, []).append(instance)
+
+        async def check() -> None:
+            # A crashing container's exit event usually follows within milliseconds: wait for it
+            # briefly rather than ping a dying container.
+            await health.first_exit([instance], 0.5)
+            if not instance.exited.is_set() and await health.ping(
+                self.ping_session, instance.base_url, self.config.limits.ping_timeout_s
+            ):
+                self._suspects.get(name, []).remove(instance)
+                variant.add([instance])
+                return
+            self._take_out(name, variant, instance, "refused or dropped a connection")
+
+        self._track(name, asyncio.ensure_future(check()))
+
+    def _wanted(self, name: str, variant: VariantFleet) -> bool:
+        fleet = self._fleets.get(name)
+        return name in self._monitors and fleet is not None and variant in fleet.variants.values()
+
+    async def _replace(self, name: str, variant: VariantFleet, dead: Instance) -> None:
+        """Start a new instance, add it to rotation once healthy (retrying after a failure)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        assert variant.plan is not None
+        while True:
+            if not self._wanted(name, variant):
+                return
+            try:
+                new = await self.deployer.start_healthy(variant.plan, 1)
+            except (DeploymentFailed, EngineError) as exc:
+                self.deployer.platform_log(name, f"{variant.variant.variant_name}: replacement failed: {exc}")
+                await asyncio.sleep(self.health_check_interval_s)  # back-off before the next try
+                continue
+            if not self._wanted(name, variant):  # deleted or updated meanwhile
+                await self.deployer.stop_instances(new)
+                return
+            variant.add(new)
+            self.deployer.platform_log(
+                name,
+                f"{variant.variant.variant_name}/{new[0].instance_id} replaced {dead.instance_id} "
+                f"in {loop.time() - started:.2f} s",
+            )
+            return

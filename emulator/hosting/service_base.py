@@ -1,0 +1,103 @@
+"""What the parts of the hosting service share: its state, and the operations one part offers the
+others. HostingService (service.py: resources, deployment, invocation) is assembled from
+InstanceHealth (instance_health.py), FleetUpdates (updates.py) and this base."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime
+from typing import Any
+
+import aiohttp
+
+from emulator.config import ServerConfig
+from emulator.errors import DeploymentFailed, EngineError
+from emulator.hosting.deployer import Deployer, VariantPlan
+from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
+from emulator.model.arns import Account
+from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model, ProductionVariant
+from emulator.model.store import Registry
+from emulator.runtime.base import ContainerHandle, ContainerRuntime
+
+log = logging.getLogger(__name__)
+
+
+class ServiceBase:
+    config: ServerConfig
+    account: Account
+    runtime: ContainerRuntime
+    models: Registry[Model]
+    endpoint_configs: Registry[EndpointConfig]
+    endpoints: Registry[Endpoint]
+    deployer: Deployer
+    health_check_interval_s: float
+    #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
+    #: deployments with AutoRollbackConfiguration read it while they wait.
+    alarm_states: Callable[[Sequence[str]], Sequence[str]] | None
+    #: Called with (endpoint, current config, new config) before UpdateEndpoint is accepted; a
+    #: guard raises ValidationFailed to refuse it (autoscaling: registered variants).
+    update_guards: list[Callable[[str, EndpointConfig | None, EndpointConfig], None]]
+    _clock: Callable[[], datetime]
+    _fleets: dict[str, EndpointFleet]  # exact endpoint name -> serving fleet
+    _tasks: dict[str, asyncio.Task[None]]  # lower-cased endpoint name -> its running change
+    # Instance health while InService: one watching task per endpoint, plus its replacements.
+    _monitors: dict[str, asyncio.Task[None]]
+    _replacements: dict[str, set[asyncio.Task[None]]]
+    _suspects: dict[str, list[Instance]]  # out of rotation, awaiting a verdict
+    _stopping: set[asyncio.Task[None]]  # dead instances being stopped
+
+    # ------------------------------------------------------------------ offered by service.py
+
+    @property
+    def ping_session(self) -> aiohttp.ClientSession:
+        raise NotImplementedError
+
+    def describe_endpoint(self, name: str) -> Endpoint:
+        raise NotImplementedError
+
+    def describe_endpoint_config(self, name: str) -> EndpointConfig:
+        raise NotImplementedError
+
+    def _set_status(
+        self, name: str, status: EndpointStatus, failure_reason: str | None = None, **changes: Any
+    ) -> Endpoint:
+        raise NotImplementedError
+
+    def _spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
+        raise NotImplementedError
+
+    async def _plan(self, endpoint_name: str, variant: ProductionVariant) -> VariantPlan:
+        raise NotImplementedError
+
+    async def _launch(
+        self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]
+    ) -> VariantFleet:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ offered by instance_health.py
+
+    def _watch(self, name: str) -> None:
+        raise NotImplementedError
+
+    def _quiesce(self, name: str, cancel_replacements: bool = False) -> list[asyncio.Task[None]]:
+        raise NotImplementedError
+
+    def _suspect(self, name: str, variant: VariantFleet, instance: Instance) -> None:
+        raise NotImplementedError
+
+
+def failure_reason(endpoint_name: str, error: BaseException) -> str:
+    """The FailureReason of a failed deployment or update."""
+    if isinstance(error, DeploymentFailed | EngineError):
+        return error.message
+    log.exception("update of %s failed", endpoint_name, exc_info=error)
+    return f"Internal error: {error}"
+
+
+def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first leaf exception of a (nested) exception group."""
+    for exc in group.exceptions:
+        return first_error(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    return group
