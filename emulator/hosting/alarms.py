@@ -256,11 +256,18 @@ class AlarmService:
 
     # ------------------------------------------------------------------ metric queries
 
-    def _sets(self, metric: al.Metric, unit: str | None) -> dict[int, StatisticSet]:
+    @staticmethod
+    def _where(metric: al.Metric, unit: str | None) -> tuple[str, str] | None:
+        """The variant whose series holds the metric; None for a metric smlocal does not publish or
+        a Unit other than the metric's (CloudWatch then finds no data)."""
         where = locate(metric.namespace, metric.name, metric.dimensions)
         if where is None or (unit is not None and unit != _UNITS[metric.name]):
-            return {}
-        return self.metrics.statistic_sets(*where, metric.name)
+            return None
+        return where
+
+    def _sets(self, metric: al.Metric, unit: str | None) -> dict[int, StatisticSet]:
+        where = self._where(metric, unit)
+        return {} if where is None else self.metrics.statistic_sets(*where, metric.name)
 
     def _stamp(self, index: int) -> datetime:
         return datetime.fromtimestamp(index * self.metrics.period_s, UTC)
@@ -288,8 +295,8 @@ class AlarmService:
         wanted = math.ceil((stop - first) / k)
         if limit is not None and wanted > limit:
             raise InvalidParameterCombination(al.too_many_datapoints(wanted, limit))
-        where = locate(metric.namespace, metric.name, metric.dimensions)
-        if where is None or (unit is not None and unit != _UNITS[metric.name]):
+        where = self._where(metric, unit)
+        if where is None:
             return []
         return [(self._stamp(i), s) for i, s in self.metrics.buckets(*where, metric.name, first, stop, k)]
 
