@@ -114,6 +114,9 @@ def build_app(
         scaler.start()
         alarms = app[ALARMS] = AlarmService(config, metrics, scaler)
         alarms.start()
+        service.alarm_states = alarms.in_alarm  # deployments roll back on these
+        scaler.registry.alarms_targeting = alarms.targeting
+        service.deletion_listeners.append(metrics.forget)  # a deleted endpoint's metrics go missing
         yield
         await alarms.close()
         await scaler.close()

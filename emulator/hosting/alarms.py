@@ -87,6 +87,18 @@ class AlarmService:
 
     # ------------------------------------------------------------------ alarms
 
+    def in_alarm(self, names: Sequence[str]) -> list[str]:
+        """Those of `names` whose alarm is in ALARM now (deployment rollback reads this)."""
+        return [n for n in names if (a := self._alarms.get(n)) is not None and a.state.value == "ALARM"]
+
+    def targeting(self, action_arn: str) -> list[tuple[str, str]]:
+        """(name, ARN) of the alarms with `action_arn` among their actions (a step policy's Alarms)."""
+        return [
+            (a.spec.name, a.arn)
+            for a in sorted(self._alarms.values(), key=lambda a: a.spec.name)
+            if action_arn in (*a.spec.alarm_actions, *a.spec.ok_actions, *a.spec.insufficient_data_actions)
+        ]
+
     def put_metric_alarm(self, spec: al.AlarmSpec) -> al.MetricAlarm:
         """Create, or overwrite the configuration of, an alarm (an update leaves its state as it is);
         then evaluate it at once, as CloudWatch does."""
@@ -230,7 +242,7 @@ class AlarmService:
             if al.is_scaling_policy(arn):
                 metric = spec.threshold if newest is None else newest
                 try:
-                    ran = self.scaler.alarm_fired(arn, spec.name, metric, spec.threshold)
+                    ran = self.scaler.alarm_fired(arn, spec.name, metric, spec.threshold, alarm.state.value)
                 except Exception as exc:  # noqa: BLE001 - a failing action must not stop evaluation
                     log.exception("alarm action %s failed", arn)
                     ran, problem = False, f"{type(exc).__name__}: {exc}"

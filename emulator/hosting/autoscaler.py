@@ -239,8 +239,7 @@ class AutoScaler:
                 state,
                 current,
                 verdict.capacity,
-                policy,
-                verdict.alarm,
+                _cause(verdict.alarm, policy),
                 config.effective_scale_out_cooldown,
             )
             return
@@ -260,12 +259,13 @@ class AutoScaler:
             state,
             current,
             verdict.capacity,
-            policy,
-            verdict.alarm,
+            _cause(verdict.alarm, policy),
             config.effective_scale_in_cooldown,
         )
 
-    def alarm_fired(self, policy_arn: str, alarm_name: str, metric: float, threshold: float) -> bool:
+    def alarm_fired(
+        self, policy_arn: str, alarm_name: str, metric: float, threshold: float, alarm_state: str = "ALARM"
+    ) -> bool:
         """A CloudWatch alarm in ALARM invokes a step scaling policy (once per evaluation period while
         it stays in ALARM, as alarms with Application Auto Scaling actions do). The step whose
         interval, relative to the threshold, holds the metric sets the capacity. False when the ARN
@@ -293,9 +293,9 @@ class AutoScaler:
             if from_before is None or from_before <= current:
                 return True
             wanted = from_before
-        alarm = sc.Alarm(alarm_name, "")
         cooldown = sc.DEFAULT_COOLDOWN_S if config.cooldown is None else config.cooldown
-        self._decide(target, ref, state, current, wanted, policy, alarm, cooldown)
+        cause = f"monitor alarm {alarm_name} in state {alarm_state} triggered policy {policy.name}"
+        self._decide(target, ref, state, current, wanted, cause, cooldown)
         return True
 
     def _cooling(self, state: _TargetState, direction: str) -> bool:
@@ -311,13 +311,10 @@ class AutoScaler:
         state: _TargetState,
         current: int,
         wanted: int,
-        policy: sc.ScalingPolicy,
-        alarm: sc.Alarm | None,
+        cause: str,
         cooldown: int,
     ) -> None:
         """Scale to `wanted` within the target's range, or record why not (once per reason)."""
-        name = alarm.name if alarm is not None else "(none)"
-        cause = f"monitor alarm {name} in state ALARM triggered policy {policy.name}"
         capacity = self._bounded(target, wanted)
         if capacity == current:
             reason = sc.not_scaled(wanted, current, target)
@@ -475,3 +472,8 @@ class AutoScaler:
             state.scale_in_at = None  # a scale-out ends the scale-in cooldown
         elif direction == "in":
             state.scale_in_at, state.scale_in_cooldown_s = now, cooldown_s
+
+
+def _cause(alarm: sc.Alarm | None, policy: sc.ScalingPolicy) -> str:
+    name = alarm.name if alarm is not None else "(none)"
+    return f"monitor alarm {name} in state ALARM triggered policy {policy.name}"

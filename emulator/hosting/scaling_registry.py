@@ -40,6 +40,9 @@ class ScalingRegistry:
         self._wall = wall
         self._period_index = period_index
         self._on_change = on_change
+        #: (name, ARN) of the CloudWatch alarms whose actions name a policy ARN (set when alarms
+        #: are served): a step policy's Alarms in DescribeScalingPolicies.
+        self.alarms_targeting: Callable[[str], list[tuple[str, str]]] | None = None
         self.targets: dict[sc.TargetKey, sc.ScalableTarget] = {}
         self.policies: dict[tuple[sc.TargetKey, str], sc.ScalingPolicy] = {}
         #: the first metric period each policy's alarms read: the first full one after it was put
@@ -198,7 +201,7 @@ class ScalingRegistry:
         wanted = set(names) if names else None
         return sorted(
             (
-                p
+                self._with_alarms(p)
                 for p in self.policies.values()
                 if p.key.namespace == namespace
                 and (wanted is None or p.name in wanted)
@@ -207,6 +210,13 @@ class ScalingRegistry:
             ),
             key=lambda p: p.creation_time,
         )
+
+    def _with_alarms(self, policy: sc.ScalingPolicy) -> sc.ScalingPolicy:
+        """A step policy's alarms are the CloudWatch alarms that name it in their actions."""
+        if policy.step_scaling is None or self.alarms_targeting is None:
+            return policy
+        alarms = tuple(sc.Alarm(name, arn) for name, arn in self.alarms_targeting(policy.arn))
+        return dataclasses.replace(policy, alarms=alarms)
 
     def policies_of(self, key: sc.TargetKey) -> list[tuple[sc.ScalingPolicy, int]]:
         """A target's policies, each with the first metric period its alarms read."""

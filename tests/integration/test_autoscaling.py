@@ -3,7 +3,6 @@ against real echo containers. The server runs with --time-scale 60: a policy min
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from tests.fixtures.scaling import Load, resource, variant_of, wait_for
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
 
 pytestmark = pytest.mark.docker
@@ -43,55 +43,6 @@ def aas(smlocal: Smlocal) -> Any:
     return boto3.client(
         "application-autoscaling", endpoint_url=smlocal.server.url, config=config, **CREDENTIALS
     )
-
-
-def resource(endpoint: str, variant: str = "AllTraffic") -> str:
-    return f"endpoint/{endpoint}/variant/{variant}"
-
-
-def variant_of(smlocal: Smlocal, endpoint: str) -> dict[str, Any]:
-    described = smlocal.sm.describe_endpoint(EndpointName=endpoint)
-    variant: dict[str, Any] = described["ProductionVariants"][0]
-    variant["EndpointStatus"] = described["EndpointStatus"]
-    return variant
-
-
-class Load(threading.Thread):
-    """Invokes at about `rate` requests per second until stopped; counts failures."""
-
-    def __init__(self, smlocal: Smlocal, endpoint: str, rate: float) -> None:
-        super().__init__(daemon=True)
-        config = Config(retries={"mode": "standard", "max_attempts": 1})
-        self.rt = boto3.client(
-            "sagemaker-runtime", endpoint_url=smlocal.server.url, config=config, **CREDENTIALS
-        )
-        self.endpoint = endpoint
-        self.interval = 1.0 / rate
-        self.stop = threading.Event()
-        self.sent = 0
-        self.failures: list[str] = []
-
-    def run(self) -> None:
-        next_at = time.monotonic()
-        while not self.stop.is_set():
-            try:
-                self.rt.invoke_endpoint(EndpointName=self.endpoint, Body=b"x")
-            except ClientError as exc:
-                self.failures.append(str(exc))
-            self.sent += 1
-            next_at += self.interval
-            self.stop.wait(max(0.0, next_at - time.monotonic()))
-
-
-def wait_for(what: str, predicate: Any, timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_target_tracking_scales_out_under_load_and_in_when_idle(smlocal: Smlocal, aas: Any) -> None:

@@ -17,8 +17,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from tests.fixtures.scaling import Load, resource, variant_of, wait_for
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
-from tests.integration.test_autoscaling import Load, resource, variant_of, wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -121,6 +121,9 @@ def test_alarms_drive_step_scaling_out_under_load_and_in_when_idle(
         invocations_alarm(cw, high, "Stepped", "GreaterThanThreshold", 20.0, out_arn)
         invocations_alarm(cw, low, "Stepped", "LessThanThreshold", 5.0, in_arn)
         assert alarm(cw, high)["AlarmActions"] == [out_arn]
+        # a step policy lists the alarms that invoke it
+        described = aas.describe_scaling_policies(ServiceNamespace=NS, PolicyNames=["out"])["ScalingPolicies"]
+        assert described[0]["Alarms"] == [{"AlarmName": high, "AlarmARN": alarm(cw, high)["AlarmArn"]}]
 
         timeline: list[tuple[float, str]] = []
         t0 = time.monotonic()

@@ -325,3 +325,71 @@ def test_rolling_needs_the_same_variants(smlocal: Smlocal) -> None:
         assert smlocal.sm.describe_endpoint(EndpointName="Renamed")["EndpointStatus"] == "InService"
     finally:
         cleanup(smlocal, "Renamed", blue, "Renamed-other")
+
+
+def test_a_rollback_alarm_in_alarm_during_the_canary_rolls_back(smlocal: Smlocal) -> None:
+    """The green model lacks COLOR: the canary's answers are 4xx ModelErrors; a CloudWatch alarm on
+    Invocation4XXErrors (unchanged boto3 cloudwatch client) goes to ALARM and the deployment rolls back."""
+    blue = colored(smlocal, "Guarded", "blue")
+    smlocal.sm.create_model(ModelName="Guarded-bad", PrimaryContainer={"Image": smlocal.image})
+    smlocal.sm.create_endpoint_config(
+        EndpointConfigName="Guarded-bad",
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": "Guarded-bad",
+                "InitialInstanceCount": 2,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
+    cw = boto3.client("cloudwatch", endpoint_url=smlocal.server.url, **CREDENTIALS)
+    cw.put_metric_alarm(
+        AlarmName="guarded-4xx",
+        Namespace="AWS/SageMaker",
+        MetricName="Invocation4XXErrors",
+        Dimensions=[
+            {"Name": "EndpointName", "Value": "Guarded"},
+            {"Name": "VariantName", "Value": "AllTraffic"},
+        ],
+        Statistic="Sum",
+        Period=60,
+        EvaluationPeriods=1,
+        Threshold=0.0,
+        ComparisonOperator="GreaterThanThreshold",
+        TreatMissingData="notBreaching",
+    )
+    smlocal.sm.create_endpoint(EndpointName="Guarded", EndpointConfigName=blue)
+    try:
+        assert smlocal.wait("Guarded")["EndpointStatus"] == "InService"
+        deployment = {
+            "BlueGreenUpdatePolicy": {
+                "TrafficRoutingConfiguration": {
+                    "Type": "CANARY",
+                    "WaitIntervalInSeconds": 1200,  # 20 s: the alarm fires well before
+                    "CanarySize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                }
+            },
+            "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": "guarded-4xx"}]},
+        }
+        with Load(smlocal, "Guarded") as load:
+            started = time.monotonic()
+            smlocal.sm.update_endpoint(
+                EndpointName="Guarded", EndpointConfigName="Guarded-bad", DeploymentConfig=deployment
+            )
+            done, seen = observe(smlocal, "Guarded")
+            ended = time.monotonic()
+            time.sleep(0.2)
+        assert "RollingBack" in {d["EndpointStatus"] for d in seen}
+        assert done["EndpointStatus"] == "InService" and done["EndpointConfigName"] == blue
+        assert done["FailureReason"] == (
+            "The update was rolled back because alarm guarded-4xx went into ALARM state. "
+            "The endpoint serves its previous configuration."
+        )
+        assert load.failures and all("ModelError" in f for f in load.failures)  # the canary's answers
+        assert {c for t, c in load.answers if t > ended} == {"blue"}
+        assert cw.describe_alarms(AlarmNames=["guarded-4xx"])["MetricAlarms"][0]["StateValue"] == "ALARM"
+        print(f"alarm rollback: {ended - started:.1f} s from UpdateEndpoint to InService on the old config")
+    finally:
+        cw.delete_alarms(AlarmNames=["guarded-4xx"])
+        cleanup(smlocal, "Guarded", blue, "Guarded-bad")

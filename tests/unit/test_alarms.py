@@ -371,9 +371,13 @@ class FakeScaler:
     def __init__(self, known: tuple[str, ...] = (POLICY,)) -> None:
         self.known = known
         self.calls: list[tuple[str, str, float, float]] = []
+        self.states: list[str] = []
 
-    def alarm_fired(self, policy_arn: str, alarm_name: str, metric: float, threshold: float) -> bool:
+    def alarm_fired(
+        self, policy_arn: str, alarm_name: str, metric: float, threshold: float, alarm_state: str = "ALARM"
+    ) -> bool:
         self.calls.append((policy_arn, alarm_name, metric, threshold))
+        self.states.append(alarm_state)
         return policy_arn in self.known
 
 
@@ -422,6 +426,7 @@ def test_alarm_goes_to_alarm_and_runs_its_scaling_action_at_every_evaluation(tmp
     transitioned = alarm.state.transitioned
     rig.minute(40)
     assert rig.scaler.calls[-1] == (POLICY, "a", 40.0, 10.0)  # again while it stays in ALARM
+    assert rig.scaler.states == ["ALARM", "ALARM"]  # the state named in the activity's Cause
     assert rig.svc.describe_alarms()[0].state.transitioned == transitioned
     rig.minute(0)  # 40, 0: one of two breaching
     assert rig.state() is OK and len(rig.scaler.calls) == 2
