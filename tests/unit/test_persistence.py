@@ -10,6 +10,7 @@ import pytest
 
 from emulator.hosting import persistence
 from emulator.hosting.persistence import FORMAT_VERSION, Snapshot, load, save
+from emulator.model import deployment as dp
 from emulator.model.arns import Account
 from emulator.model.resources import (
     ContainerDefinition,
@@ -103,6 +104,30 @@ def endpoints() -> list[Endpoint]:
             creation_time=T0,
             last_modified_time=T0 + timedelta(minutes=3),
             tags=(("a", "b"),),
+            variant_overrides=(("AllTraffic", 0.5, 3), ("Other", None, 2)),
+            last_deployment_config=dp.DeploymentConfig(
+                blue_green=dp.BlueGreenPolicy(
+                    dp.TrafficRouting(dp.CANARY, 30, canary_size=dp.CapacitySize(dp.INSTANCE_COUNT, 1)),
+                    termination_wait_s=60,
+                ),
+                rollback_alarms=("errors",),
+            ),
+        ),
+        Endpoint(
+            name="Rolled",
+            arn=ACCOUNT.endpoint_arn("Rolled"),
+            endpoint_config_name="Cfg",
+            status=EndpointStatus.UPDATE_ROLLBACK_FAILED,
+            creation_time=T0,
+            last_modified_time=T0,
+            last_deployment_config=dp.DeploymentConfig(
+                rolling=dp.RollingPolicy(
+                    dp.CapacitySize(dp.CAPACITY_PERCENT, 50),
+                    0,
+                    maximum_execution_timeout_s=600,
+                    rollback_maximum_batch_size=dp.CapacitySize(dp.INSTANCE_COUNT, 2),
+                )
+            ),
         ),
         Endpoint(
             name="broken",
@@ -152,8 +177,9 @@ def test_round_trip_endpoints(tmp_path: Path) -> None:
     got = load(path).endpoints
     assert got == endpoints()
     assert got[0].status is EndpointStatus.IN_SERVICE
-    assert got[1].status is EndpointStatus.FAILED
-    assert got[1].failure_reason is not None and "ping health check" in got[1].failure_reason
+    assert got[2].status is EndpointStatus.FAILED
+    assert got[2].failure_reason is not None and "ping health check" in got[2].failure_reason
+    assert got[0].variant_overrides == (("AllTraffic", 0.5, 3), ("Other", None, 2))
     assert got[0].last_modified_time == T0 + timedelta(minutes=3)
     assert got[0].creation_time.tzinfo is not None
 
