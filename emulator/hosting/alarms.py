@@ -18,7 +18,6 @@ import dataclasses
 import json
 import logging
 import math
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -70,14 +69,7 @@ class AlarmService:
             self._task = None
 
     async def _run(self) -> None:
-        period = self.metrics.period_s
-        while True:
-            now = time.time()
-            await asyncio.sleep((int(now // period) + 1) * period - now + min(0.05 * period, 1.0))
-            try:
-                self.evaluate()
-            except Exception:  # noqa: BLE001 - one bad evaluation must not stop the alarms
-                log.exception("alarm evaluation failed")
+        await self.metrics.after_each_period(self.evaluate, "alarm evaluation")
 
     def _persist(self) -> None:
         write_atomically(

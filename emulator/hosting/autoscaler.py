@@ -175,15 +175,7 @@ class AutoScaler:
     # ------------------------------------------------------------------ the alarm clock
 
     async def _run(self) -> None:
-        period = self.metrics.period_s
-        while True:
-            now = time.time()
-            # just after the period closes, as CloudWatch evaluates a complete datapoint
-            await asyncio.sleep((int(now // period) + 1) * period - now + min(0.05 * period, 1.0))
-            try:
-                self.evaluate()
-            except Exception:  # noqa: BLE001 - one bad evaluation must not stop scaling
-                log.exception("autoscaling evaluation failed")
+        await self.metrics.after_each_period(self.evaluate, "autoscaling evaluation")
 
     def evaluate(self) -> None:
         """Evaluate every target's tracking policies on the periods closed so far (once per period)."""

@@ -368,6 +368,18 @@ class Metrics:
             p.memory.add(memory)
             series.memory_last = memory
 
+    async def after_each_period(self, evaluate: Callable[[], None], what: str) -> None:
+        """Call `evaluate` just after each period closes, as CloudWatch evaluates complete
+        datapoints, until cancelled; a failing call is logged and the next period tried."""
+        period = self.period_s
+        while True:
+            now = self._clock()
+            await asyncio.sleep((int(now // period) + 1) * period - now + min(0.05 * period, 1.0))
+            try:
+                evaluate()
+            except Exception:  # noqa: BLE001 - one bad evaluation must not stop the next ones
+                log.exception("%s failed", what)
+
     def period_index(self) -> int:
         """The index of the period now running (periods align on the epoch)."""
         return int(self._clock() // self.period_s)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
@@ -17,15 +16,14 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from emulator.errors import SmlocalError, UnknownOperation, ValidationFailed
+from emulator.errors import ValidationFailed
 from emulator.hosting.autoscaler import AutoScaler
 from emulator.model import scaling as sc
-from emulator.wire.errors import control_error, unknown_target
-from emulator.wire.service_models import APPLICATION_AUTOSCALING, operation_model, operation_names
-from emulator.wire.validation import validate_input
+from emulator.wire import json_rpc
+from emulator.wire.errors import unknown_target
+from emulator.wire.service_models import APPLICATION_AUTOSCALING, operation_names
 
 TARGET_PREFIX = "AnyScaleFrontendService"
-JSON_11 = "application/x-amz-json-1.1"
 Params = Mapping[str, Any]
 Handler = Callable[[AutoScaler, Params], Awaitable[dict[str, Any]]]
 T = TypeVar("T")
@@ -332,29 +330,17 @@ OPERATIONS: dict[str, Handler] = {
 }
 
 
-async def dispatch(scaler: AutoScaler, operation: str, body: bytes, request_id: str) -> web.Response:
-    try:
-        handler = OPERATIONS.get(operation)
-        if handler is None:
-            raise UnknownOperation("Application Auto Scaling", operation)
-        try:
-            params = json.loads(body) if body else {}
-        except ValueError as exc:
-            raise ValidationFailed(f"The request body is not valid JSON: {exc}") from exc
-        if not isinstance(params, dict):
-            raise ValidationFailed("The request body must be a JSON object.")
-        validate_input(operation_model(APPLICATION_AUTOSCALING, operation).input_shape, params)
-        result = await handler(scaler, params)
-    except (SmlocalError, KeyError, TypeError, ValueError) as exc:
-        return control_error(exc, request_id)
-    return web.Response(
-        body=json.dumps(result).encode(), headers={"Content-Type": JSON_11, "x-amzn-RequestId": request_id}
-    )
-
-
 async def handle(request: web.Request, scaler: AutoScaler, target: str) -> web.Response:
     """`target` is the part of X-Amz-Target after 'AnyScaleFrontendService.'."""
     request_id = str(uuid.uuid4())
     if target not in operation_names(APPLICATION_AUTOSCALING):
         return unknown_target(f"{TARGET_PREFIX}.{target}", request_id)
-    return await dispatch(scaler, target, await request.read(), request_id)
+    return await json_rpc.dispatch(
+        scaler,
+        OPERATIONS,
+        APPLICATION_AUTOSCALING,
+        "Application Auto Scaling",
+        target,
+        await request.read(),
+        request_id,
+    )

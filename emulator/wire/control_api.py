@@ -5,7 +5,6 @@ Table-driven: validate against botocore's model, parse, one call into hosting, s
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -13,17 +12,14 @@ from typing import Any
 
 from aiohttp import web
 
-from emulator.errors import SmlocalError, UnknownOperation, ValidationFailed
 from emulator.hosting.service import HostingService
 from emulator.model.listing import ListQuery, list_page
-from emulator.wire import serialize
-from emulator.wire.errors import control_error, unknown_target
-from emulator.wire.service_models import SAGEMAKER, operation_model, operation_names
-from emulator.wire.validation import validate_input
+from emulator.wire import json_rpc, serialize
+from emulator.wire.errors import unknown_target
+from emulator.wire.service_models import SAGEMAKER, operation_names
 
 Params = Mapping[str, Any]
 Handler = Callable[[HostingService, Params], Awaitable[dict[str, Any]]]
-JSON_11 = "application/x-amz-json-1.1"
 
 
 def _time(value: Any) -> datetime | None:
@@ -168,29 +164,11 @@ def _validatable(operation: str, params: Params) -> Params:
     return copy
 
 
-async def dispatch(svc: HostingService, operation: str, body: bytes, request_id: str) -> web.Response:
-    try:
-        handler = OPERATIONS.get(operation)
-        if handler is None:
-            raise UnknownOperation("SageMaker", operation)
-        try:
-            params = json.loads(body) if body else {}
-        except ValueError as exc:
-            raise ValidationFailed(f"The request body is not valid JSON: {exc}") from exc
-        if not isinstance(params, dict):
-            raise ValidationFailed("The request body must be a JSON object.")
-        validate_input(operation_model(SAGEMAKER, operation).input_shape, _validatable(operation, params))
-        result = await handler(svc, params)
-    except (SmlocalError, KeyError, TypeError, ValueError) as exc:
-        return control_error(exc, request_id)
-    return web.Response(
-        body=json.dumps(result).encode(), headers={"Content-Type": JSON_11, "x-amzn-RequestId": request_id}
-    )
-
-
 async def handle(request: web.Request, svc: HostingService, target: str) -> web.Response:
     """`target` is the part of X-Amz-Target after 'SageMaker.'."""
     request_id = str(uuid.uuid4())
     if target not in operation_names(SAGEMAKER):
         return unknown_target(f"SageMaker.{target}", request_id)
-    return await dispatch(svc, target, await request.read(), request_id)
+    return await json_rpc.dispatch(
+        svc, OPERATIONS, SAGEMAKER, "SageMaker", target, await request.read(), request_id, _validatable
+    )
