@@ -12,6 +12,8 @@
     │   ├── InvalidFormat           CloudWatch: StateReasonData that is not JSON
     │   └── InvalidNextToken        CloudWatch: a NextToken it did not give out
     ├── ObjectNotFound              Application Auto Scaling: no such scalable target or policy
+    ├── ArnNotFound                 Application Auto Scaling: an ARN names no resource (tagging)
+    ├── TooManyTags                 Application Auto Scaling: a resource would have over 50 tags
     ├── AlarmNotFound               CloudWatch's ResourceNotFound: no such alarm
     ├── UnknownOperation            an API operation smlocal does not implement
     ├── PayloadTooLarge             request body over the invocation cap
@@ -88,6 +90,14 @@ class AlarmNotFound(SmlocalError):
 
 class ObjectNotFound(SmlocalError):
     """Application Auto Scaling's ObjectNotFoundException: no such scalable target or policy."""
+
+
+class ArnNotFound(SmlocalError):
+    """Application Auto Scaling's ResourceNotFoundException: an ARN names no resource."""
+
+
+class TooManyTags(SmlocalError):
+    """Application Auto Scaling's TooManyTagsException."""
 
 
 class UnknownOperation(SmlocalError):

@@ -11,12 +11,13 @@ import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from emulator.errors import ObjectNotFound, ValidationFailed
+from emulator.errors import ArnNotFound, ObjectNotFound, TooManyTags, ValidationFailed
 from emulator.hosting.metrics import COUNT_METRICS, METRICS
 from emulator.model import messages
 from emulator.model import scaling as sc
 
 SUPPORTED_PREDEFINED = (sc.INVOCATIONS_PER_INSTANCE,)
+MAX_TAGS = 50
 STATISTICS = ("Average", "Minimum", "Maximum", "SampleCount", "Sum")
 
 
@@ -107,6 +108,32 @@ class ScalingRegistry:
         for policy_key in [k for k in self.policies if k[0] == key]:
             self.policies.pop(policy_key)
             self._first_period.pop(policy_key, None)
+        self._on_change()
+
+    # ------------------------------------------------------------------ tags (scalable targets)
+
+    def _by_arn(self, arn: str) -> sc.ScalableTarget:
+        target = next((t for t in self.targets.values() if t.arn == arn), None)
+        if target is None:
+            raise ArnNotFound(messages.no_tagged_resource(arn))
+        return target
+
+    def tags_of(self, arn: str) -> dict[str, str]:
+        return dict(self._by_arn(arn).tags)
+
+    def tag(self, arn: str, tags: dict[str, str]) -> None:
+        target = self._by_arn(arn)
+        merged = {**dict(target.tags), **tags}
+        if len(merged) > MAX_TAGS:
+            raise TooManyTags(messages.too_many_tags(arn, MAX_TAGS))
+        self.targets[target.key] = dataclasses.replace(target, tags=tuple(sorted(merged.items())))
+        self._on_change()
+
+    def untag(self, arn: str, keys: Iterable[str]) -> None:
+        target = self._by_arn(arn)
+        gone = set(keys)
+        kept = tuple((k, v) for k, v in target.tags if k not in gone)
+        self.targets[target.key] = dataclasses.replace(target, tags=kept)
         self._on_change()
 
     def keys_of_endpoint(self, endpoint: str) -> list[sc.TargetKey]:

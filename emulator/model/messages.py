@@ -153,3 +153,11 @@ def rolled_back(reason: str) -> str:  # [U]
 
 def rollback_failed(reason: str) -> str:  # [U]
     return f"The update failed and its rollback failed too: {reason}. Instances of both configurations serve."
+
+
+def no_tagged_resource(arn: str) -> str:  # [U]
+    return f"No scalable target found for the resource ARN {arn}"
+
+
+def too_many_tags(arn: str, limit: int) -> str:  # [U]
+    return f"The resource {arn} would have more than {limit} tags."

@@ -319,6 +319,20 @@ async def describe_scaling_activities(scaler: AutoScaler, p: Params) -> dict[str
     return out
 
 
+async def tag_resource(scaler: AutoScaler, p: Params) -> dict[str, Any]:
+    scaler.registry.tag(p["ResourceARN"], dict(p["Tags"]))
+    return {}
+
+
+async def untag_resource(scaler: AutoScaler, p: Params) -> dict[str, Any]:
+    scaler.registry.untag(p["ResourceARN"], p["TagKeys"])
+    return {}
+
+
+async def list_tags_for_resource(scaler: AutoScaler, p: Params) -> dict[str, Any]:
+    return {"Tags": scaler.registry.tags_of(p["ResourceARN"])}
+
+
 OPERATIONS: dict[str, Handler] = {
     "RegisterScalableTarget": register_scalable_target,
     "DeregisterScalableTarget": deregister_scalable_target,
@@ -327,6 +341,9 @@ OPERATIONS: dict[str, Handler] = {
     "DeleteScalingPolicy": delete_scaling_policy,
     "DescribeScalingPolicies": describe_scaling_policies,
     "DescribeScalingActivities": describe_scaling_activities,
+    "TagResource": tag_resource,
+    "UntagResource": untag_resource,
+    "ListTagsForResource": list_tags_for_resource,
 }
 
 

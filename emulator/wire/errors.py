@@ -19,6 +19,7 @@ from aiohttp import web
 
 from emulator.errors import (
     AlarmNotFound,
+    ArnNotFound,
     EngineError,
     InvalidFormat,
     InvalidNextToken,
@@ -28,6 +29,7 @@ from emulator.errors import (
     ObjectNotFound,
     PayloadTooLarge,
     SmlocalError,
+    TooManyTags,
     UnknownOperation,
     ValidationFailed,
 )
@@ -49,6 +51,8 @@ TABLE: tuple[tuple[type[Exception], AwsError], ...] = (
     (ValidationFailed, AwsError("ValidationException", "ValidationError", 400)),
     (ModelFault, AwsError("ValidationException", "ModelError", 424)),
     (ObjectNotFound, AwsError("ObjectNotFoundException", "ObjectNotFoundException", 400)),
+    (ArnNotFound, AwsError("ResourceNotFoundException", "ResourceNotFoundException", 400)),
+    (TooManyTags, AwsError("TooManyTagsException", "TooManyTagsException", 400)),
     (PayloadTooLarge, AwsError("ValidationException", "", 413)),
     (UnknownOperation, AwsError("NotImplemented", "NotImplemented", 501)),
     (EngineError, AwsError("InternalFailure", "InternalFailure", 500)),

@@ -501,3 +501,92 @@ def test_capacity_changes_and_scaling_state_survive_a_restart(
     finally:
         restarted.cleanup("Kept")
         restarted.server.stop()
+
+
+def test_scalable_targets_are_tagged_by_arn(smlocal: Smlocal, aas: Any) -> None:
+    smlocal.deploy("Tagged", count=1)
+    rid = resource("Tagged")
+    try:
+        arn = aas.register_scalable_target(
+            ServiceNamespace=NS,
+            ResourceId=rid,
+            ScalableDimension=DIM,
+            MinCapacity=1,
+            MaxCapacity=2,
+            Tags={"team": "ml"},
+        )["ScalableTargetARN"]
+        assert aas.list_tags_for_resource(ResourceARN=arn)["Tags"] == {"team": "ml"}
+        aas.tag_resource(ResourceARN=arn, Tags={"env": "ci", "team": "search"})
+        assert aas.list_tags_for_resource(ResourceARN=arn)["Tags"] == {"env": "ci", "team": "search"}
+        aas.untag_resource(ResourceARN=arn, TagKeys=["team"])
+        assert aas.list_tags_for_resource(ResourceARN=arn)["Tags"] == {"env": "ci"}
+        with pytest.raises(ClientError) as exc:
+            aas.tag_resource(ResourceARN=arn, Tags={f"k{i}": "v" for i in range(50)})
+        assert error_of(exc) == (
+            "TooManyTagsException",
+            400,
+            f"The resource {arn} would have more than 50 tags.",
+        )
+        missing = arn[:-4] + "0000"
+        with pytest.raises(ClientError) as exc:
+            aas.list_tags_for_resource(ResourceARN=missing)
+        assert error_of(exc) == (
+            "ResourceNotFoundException",
+            400,
+            f"No scalable target found for the resource ARN {missing}",
+        )
+    finally:
+        smlocal.cleanup("Tagged")
+
+
+def test_suspended_scale_out_holds_until_resumed(smlocal: Smlocal, aas: Any) -> None:
+    smlocal.deploy("Suspended", count=1)
+    rid = resource("Suspended")
+    try:
+        aas.register_scalable_target(
+            ServiceNamespace=NS,
+            ResourceId=rid,
+            ScalableDimension=DIM,
+            MinCapacity=1,
+            MaxCapacity=2,
+            SuspendedState={"DynamicScalingOutSuspended": True},
+        )
+        aas.put_scaling_policy(
+            PolicyName="per-instance",
+            ServiceNamespace=NS,
+            ResourceId=rid,
+            ScalableDimension=DIM,
+            PolicyType="TargetTrackingScaling",
+            TargetTrackingScalingPolicyConfiguration={
+                "TargetValue": 20.0,
+                "PredefinedMetricSpecification": PER_INSTANCE,
+                "ScaleOutCooldown": 60,
+            },
+        )
+        with Load(smlocal, "Suspended", rate=100.0) as load:
+            # five periods of 5x the target: the alarm holds, but scaling out is suspended
+            wait_for("five periods of load", lambda: load.sent >= 500, 30)
+            assert (
+                aas.describe_scaling_activities(ServiceNamespace=NS, ResourceId=rid)["ScalingActivities"]
+                == []
+            )
+            assert variant_of(smlocal, "Suspended")["DesiredInstanceCount"] == 1
+            aas.register_scalable_target(
+                ServiceNamespace=NS,
+                ResourceId=rid,
+                ScalableDimension=DIM,
+                SuspendedState={"DynamicScalingOutSuspended": False},
+            )
+            wait_for(
+                "the scale-out once resumed",
+                lambda: (
+                    (v := variant_of(smlocal, "Suspended"))["CurrentInstanceCount"] == 2
+                    and v["EndpointStatus"] == "InService"
+                ),
+                15,
+            )
+        target = aas.describe_scalable_targets(ServiceNamespace=NS, ResourceIds=[rid])["ScalableTargets"][0]
+        assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 2)  # unchanged by the second call
+        assert target["SuspendedState"]["DynamicScalingOutSuspended"] is False
+    finally:
+        smlocal.cleanup("Suspended")
