@@ -181,9 +181,12 @@ class AutoScaler:
         """Evaluate every target's tracking policies on the periods closed so far (once per period)."""
         last = self.metrics.period_index() - 1
         for key, target in list(self.registry.targets.items()):
-            live = self._live(key, target)
-            if live is not None:
-                self._evaluate_tracking(target, *live, last)
+            try:
+                live = self._live(key, target)
+                if live is not None:
+                    self._evaluate_tracking(target, *live, last)
+            except Exception:  # noqa: BLE001 - one target's failure must not stop the others
+                log.exception("autoscaling evaluation of %s failed", key.resource_id)
 
     def _live(
         self, key: sc.TargetKey, target: sc.ScalableTarget

@@ -185,6 +185,7 @@ class ScalingRegistry:
                 raise ValidationFailed(
                     messages.policy_configuration_required(policy_type, "StepScalingPolicyConfiguration")
                 )
+            _check_steps(step_scaling)
             target_tracking = None
         existing = self.policies.get((key, name))
         if existing is not None and existing.policy_type is policy_type:
@@ -253,7 +254,30 @@ class ScalingRegistry:
         return next((p for p in self.policies.values() if p.arn == arn), None)
 
 
+def _check_steps(config: sc.StepScaling) -> None:
+    """Step adjustments must be given, and their intervals must neither overlap nor leave a gap
+    (Application Auto Scaling's rule) [U: texts]."""
+    steps = config.step_adjustments
+    if not steps:
+        raise ValidationFailed("StepScalingPolicyConfiguration needs at least one StepAdjustment.")
+    inf = float("inf")
+    spans = sorted(
+        (-inf if s.lower_bound is None else s.lower_bound, inf if s.upper_bound is None else s.upper_bound)
+        for s in steps
+    )
+    for lower, upper in spans:
+        if lower >= upper:
+            raise ValidationFailed(
+                "A StepAdjustment's MetricIntervalLowerBound must be below its upper bound."
+            )
+    for (_, upper), (lower, _) in zip(spans, spans[1:], strict=False):
+        if upper != lower:
+            raise ValidationFailed("The intervals of the StepAdjustments must not overlap or leave a gap.")
+
+
 def _check_tracking(key: sc.TargetKey, config: sc.TargetTracking) -> None:
+    if not config.target_value > 0:
+        raise ValidationFailed(f"TargetValue must be greater than 0, not {config.target_value}.")
     if config.predefined_metric is None and config.customized_metric is None:
         raise ValidationFailed(
             "TargetTrackingScalingPolicyConfiguration needs a PredefinedMetricSpecification or a "

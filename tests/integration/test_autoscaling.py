@@ -409,6 +409,57 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
             got = error_of(exc)
             assert got[:2] == (code, status) and got[2].startswith(message), got
         with pytest.raises(ClientError) as exc:
+            aas.put_scaling_policy(
+                PolicyName="p",
+                ServiceNamespace=NS,
+                ResourceId=rid,
+                ScalableDimension=DIM,
+                PolicyType="TargetTrackingScaling",
+                TargetTrackingScalingPolicyConfiguration={
+                    "TargetValue": 0.0,
+                    "PredefinedMetricSpecification": PER_INSTANCE,
+                },
+            )
+        assert error_of(exc) == ("ValidationException", 400, "TargetValue must be greater than 0, not 0.0.")
+        step_errors = [
+            ([], "StepScalingPolicyConfiguration needs at least one StepAdjustment."),
+            (
+                [
+                    {
+                        "MetricIntervalLowerBound": 0.0,
+                        "MetricIntervalUpperBound": 10.0,
+                        "ScalingAdjustment": 1,
+                    },
+                    {"MetricIntervalLowerBound": 5.0, "ScalingAdjustment": 2},
+                ],
+                "The intervals of the StepAdjustments must not overlap or leave a gap.",
+            ),
+            (
+                [
+                    {
+                        "MetricIntervalLowerBound": 10.0,
+                        "MetricIntervalUpperBound": 10.0,
+                        "ScalingAdjustment": 1,
+                    }
+                ],
+                "A StepAdjustment's MetricIntervalLowerBound must be below its upper bound.",
+            ),
+        ]
+        for steps, message in step_errors:
+            with pytest.raises(ClientError) as exc:
+                aas.put_scaling_policy(
+                    PolicyName="p",
+                    ServiceNamespace=NS,
+                    ResourceId=rid,
+                    ScalableDimension=DIM,
+                    PolicyType="StepScaling",
+                    StepScalingPolicyConfiguration={
+                        "AdjustmentType": "ChangeInCapacity",
+                        "StepAdjustments": steps,
+                    },
+                )
+            assert error_of(exc) == ("ValidationException", 400, message)
+        with pytest.raises(ClientError) as exc:
             aas.delete_scaling_policy(
                 PolicyName="p", ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM
             )
