@@ -192,7 +192,10 @@ class AlarmService:
         """Every alarm, on the periods closed so far (once per metric period)."""
         last = self.metrics.period_index() - 1
         for alarm in list(self._alarms.values()):
-            self._evaluate(alarm, last)
+            try:
+                self._evaluate(alarm, last)
+            except Exception:  # noqa: BLE001 - one alarm's failure must not stop the others
+                log.exception("evaluation of alarm %s failed", alarm.spec.name)
 
     def _evaluate(self, alarm: al.MetricAlarm, last: int) -> None:
         windows = self.windows(alarm.spec, last)
