@@ -116,6 +116,7 @@ def build_app(
         alarms.start()
         service.alarm_states = alarms.in_alarm  # deployments roll back on these
         scaler.registry.alarms_targeting = alarms.targeting
+        alarms.managed = scaler.managed_alarms  # target tracking's alarms, shown by DescribeAlarms
         service.deletion_listeners.append(metrics.forget)  # a deleted endpoint's metrics go missing
         yield
         await alarms.close()

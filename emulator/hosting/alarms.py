@@ -54,6 +54,11 @@ class AlarmService:
         self._history: dict[str, deque[al.HistoryItem]] = {}
         self._path = config.state_dir / "alarms.json"
         self._task: asyncio.Task[None] | None = None
+        #: Application Auto Scaling's target tracking alarms as (spec, ARN), from the autoscaler:
+        #: shown by DescribeAlarms and read by deployment rollback; DeleteAlarms and SetAlarmState
+        #: do not know them (delete the scaling policy instead) [U].
+        self.managed: Callable[[], list[tuple[al.AlarmSpec, str]]] | None = None
+        self._managed: dict[str, al.MetricAlarm] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -81,7 +86,34 @@ class AlarmService:
 
     def in_alarm(self, names: Sequence[str]) -> list[str]:
         """Those of `names` whose alarm is in ALARM now (deployment rollback reads this)."""
-        return [n for n in names if (a := self._alarms.get(n)) is not None and a.state.value == "ALARM"]
+        every = {**self._managed_alarms(), **self._alarms}
+        return [n for n in names if (a := every.get(n)) is not None and a.state.value == "ALARM"]
+
+    def _managed_alarms(self) -> dict[str, al.MetricAlarm]:
+        """Application Auto Scaling's managed (target tracking) alarms, with their last evaluated
+        state (a new one: INSUFFICIENT_DATA)."""
+        if self.managed is None:
+            return {}
+        now = self._wall()
+        current: dict[str, al.MetricAlarm] = {}
+        for spec, arn in self.managed():
+            old = self._managed.get(spec.name)
+            if old is not None and old.spec == spec:
+                current[spec.name] = old
+            else:
+                state = old.state if old is not None else al.initial_state(now)
+                current[spec.name] = al.MetricAlarm(spec, arn, now, state)
+        self._managed = current
+        return current
+
+    def _evaluate_managed(self, last: int) -> None:
+        """States only: the autoscaler acts on its own evaluation of the same datapoints."""
+        for name, alarm in self._managed_alarms().items():
+            now = self._wall()
+            verdict = al.evaluate(alarm.spec, self.windows(alarm.spec, last), now)
+            if verdict.state is not None and verdict.state is not alarm.state.value:
+                record = al.StateRecord(verdict.state, verdict.reason, verdict.reason_data, now, now)
+                self._managed[name] = dataclasses.replace(alarm, state=record)
 
     def targeting(self, action_arn: str) -> list[tuple[str, str]]:
         """(name, ARN) of the alarms with `action_arn` among their actions (a step policy's Alarms)."""
@@ -115,7 +147,7 @@ class AlarmService:
     ) -> list[al.MetricAlarm]:
         found = [
             a
-            for name, a in sorted(self._alarms.items())
+            for name, a in sorted({**self._managed_alarms(), **self._alarms}.items())
             if (not names or name in names)
             and (prefix is None or name.startswith(prefix))
             and (state is None or a.state.value == state)
@@ -196,6 +228,10 @@ class AlarmService:
                 self._evaluate(alarm, last)
             except Exception:  # noqa: BLE001 - one alarm's failure must not stop the others
                 log.exception("evaluation of alarm %s failed", alarm.spec.name)
+        try:
+            self._evaluate_managed(last)
+        except Exception:  # noqa: BLE001 - as above
+            log.exception("evaluation of the target tracking alarms failed")
 
     def _evaluate(self, alarm: al.MetricAlarm, last: int) -> None:
         windows = self.windows(alarm.spec, last)

@@ -27,6 +27,7 @@ from emulator.hosting import scaling_store
 from emulator.hosting.metrics import Metrics
 from emulator.hosting.scaling_registry import ScalingRegistry, variant_of
 from emulator.hosting.service import HostingService
+from emulator.model import alarms as al
 from emulator.model import messages
 from emulator.model import scaling as sc
 from emulator.model.resources import EndpointConfig, EndpointStatus
@@ -154,6 +155,48 @@ class AutoScaler:
         """DeleteEndpoint deregisters the endpoint's targets (spec §9)."""
         for key in self.registry.keys_of_endpoint(endpoint):
             self._drop(key)
+
+    def managed_alarms(self) -> list[tuple[al.AlarmSpec, str]]:
+        """The two alarms of each target tracking policy as CloudWatch would show them (spec, ARN):
+        metric > target for 3 of 3 periods, metric < 90 % of target for 15 of 15."""
+        out: list[tuple[al.AlarmSpec, str]] = []
+        for policy in self.registry.policies.values():
+            config = policy.target_tracking
+            if config is None or len(policy.alarms) < 2:
+                continue
+            ref = variant_of(policy.key)
+            custom = config.customized_metric
+            if custom is None:
+                dims = (("EndpointName", ref.endpoint), ("VariantName", ref.variant))
+                metric, statistic, unit = (
+                    al.Metric("AWS/SageMaker", "InvocationsPerInstance", dims),
+                    "Sum",
+                    None,
+                )
+            else:
+                metric = al.Metric(custom.namespace, custom.metric_name, custom.dimensions)
+                statistic, unit = custom.statistic, custom.unit
+            description = f"DO NOT EDIT OR DELETE. For TargetTrackingScaling policy {policy.arn}."
+            high, low = policy.alarms[0], policy.alarms[1]
+            for alarm, periods, threshold, comparison in (
+                (high, sc.SCALE_OUT_DATAPOINTS, config.target_value, al.Comparison.GT),
+                (low, sc.SCALE_IN_DATAPOINTS, config.target_value * sc.SCALE_IN_RATIO, al.Comparison.LT),
+            ):
+                spec = al.AlarmSpec(
+                    name=alarm.name,
+                    metric=metric,
+                    statistic=statistic,
+                    period=int(self.config.metrics_period_s),
+                    evaluation_periods=periods,
+                    threshold=threshold,
+                    comparison=comparison,
+                    datapoints_to_alarm=periods,
+                    unit=unit,
+                    description=description,
+                    alarm_actions=(policy.arn,),
+                )
+                out.append((spec, alarm.arn))
+        return out
 
     # ------------------------------------------------------------------ activities
 

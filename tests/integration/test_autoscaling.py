@@ -68,6 +68,30 @@ def test_target_tracking_scales_out_under_load_and_in_when_idle(smlocal: Smlocal
         )
         assert [a["AlarmName"].split("-Alarm")[1].split("-")[0] for a in put["Alarms"]] == ["High", "Low"]
         assert put["Alarms"][0]["AlarmName"].startswith(f"TargetTracking-{rid}-AlarmHigh-")
+        # the managed alarms show in CloudWatch, as Application Auto Scaling creates them
+        cw = boto3.client("cloudwatch", endpoint_url=smlocal.server.url, **CREDENTIALS)
+        high, low = cw.describe_alarms(AlarmNamePrefix=f"TargetTracking-{rid}-")["MetricAlarms"]
+        assert [high["AlarmName"], low["AlarmName"]] == [a["AlarmName"] for a in put["Alarms"]]
+        assert (high["MetricName"], high["Statistic"], high["Threshold"], high["EvaluationPeriods"]) == (
+            "InvocationsPerInstance",
+            "Sum",
+            20.0,
+            3,
+        )
+        assert (low["ComparisonOperator"], low["Threshold"], low["EvaluationPeriods"]) == (
+            "LessThanThreshold",
+            18.0,
+            15,
+        )
+        assert high["AlarmActions"] == [put["PolicyARN"]]
+        assert (
+            high["AlarmDescription"]
+            == f"DO NOT EDIT OR DELETE. For TargetTrackingScaling policy {put['PolicyARN']}."
+        )
+
+        def alarm_state(name: str) -> str:
+            state: str = cw.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["StateValue"]
+            return state
 
         timeline: list[tuple[float, str]] = []
         statuses: set[str] = set()
@@ -83,6 +107,7 @@ def test_target_tracking_scales_out_under_load_and_in_when_idle(smlocal: Smlocal
 
             wait_for("scale-out to 3 instances", scaled_out, 30)
             timeline.append((time.monotonic() - t0, "3 instances InService"))
+            assert alarm_state(high["AlarmName"]) == "ALARM"  # still 5/3 of the target per instance
 
             # still 5/3 x the target at the maximum: the policy wants more and records why it cannot
             def at_max() -> list[dict[str, Any]]:
@@ -109,6 +134,7 @@ def test_target_tracking_scales_out_under_load_and_in_when_idle(smlocal: Smlocal
 
         wait_for("scale-in to 1 instance", scaled_in, 60)
         timeline.append((time.monotonic() - t0, "1 instance InService"))
+        assert alarm_state(low["AlarmName"]) == "ALARM" and alarm_state(high["AlarmName"]) == "OK"
         assert "Updating" in statuses  # scaling acts through UpdateEndpointWeightsAndCapacities
 
         activities = aas.describe_scaling_activities(ServiceNamespace=NS, ResourceId=rid)["ScalingActivities"]
