@@ -167,3 +167,10 @@ class ImageNotFound(EngineError):
 
 class SetupError(SmlocalError):
     """The machine lacks a prerequisite that smlocal cannot install by itself."""
+
+
+def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first leaf of a (nested) exception group: what a failed TaskGroup reports."""
+    for exc in group.exceptions:
+        return first_error(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    return group

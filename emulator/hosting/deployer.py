@@ -20,7 +20,7 @@ from pathlib import Path
 import aiohttp
 
 from emulator.config import ServerConfig
-from emulator.errors import DeploymentFailed
+from emulator.errors import DeploymentFailed, first_error
 from emulator.hosting import logs
 from emulator.hosting.fleet import Instance, VariantFleet, new_instance_id
 from emulator.hosting.readiness import Outcome, PingPolicy, wait_until_healthy
@@ -176,7 +176,7 @@ class Deployer:
         except BaseException as exc:
             await asyncio.shield(self.stop_instances(instances))
             if isinstance(exc, BaseExceptionGroup):
-                raise _first_error(exc) from None
+                raise first_error(exc) from None
             raise
         return instances
 
@@ -240,7 +240,7 @@ class Deployer:
         except BaseException as exc:
             await self.stop_instances(instances)
             if isinstance(exc, BaseExceptionGroup):
-                raise _first_error(exc) from None
+                raise first_error(exc) from None
             raise
         return self.fleet_of(plan, instances)
 
@@ -273,14 +273,6 @@ class Deployer:
 
     def owned_containers(self) -> list[ContainerHandle]:
         return self._runtime.list({labels.MANAGED: "true", labels.OWNER: self._owner})
-
-
-def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            return _first_error(exc)
-        return exc
-    return group
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:

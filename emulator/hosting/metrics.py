@@ -392,22 +392,8 @@ class Metrics:
         period = None
         if series is not None:
             period = next((p for p in series.periods() if p.index == index), None)
-        if period is None:
-            period = Period(index)
-        stats = _period_metrics(endpoint, variant, period).get(name)
-        if stats is None:
-            return None
-        if name in COUNT_METRICS:
-            if statistic in ("Sum", "SampleCount"):
-                return float(stats[statistic])
-            # the per-request datapoints of a count are 1 (InvocationsPerInstance: 1/instances)
-            if not period.invocations:
-                return 0.0
-            return float(stats["Sum"]) / period.invocations if statistic == "Average" else None
-        if not stats.get("SampleCount"):
-            return None
-        value = stats.get(statistic)
-        return None if value is None else float(value)
+        stats = _statistic_set(name, period if period is not None else Period(index))
+        return None if stats is None else stats.value(statistic)
 
     def forget(self, endpoint: str) -> None:
         self._series.pop(endpoint, None)

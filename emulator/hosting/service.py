@@ -31,13 +31,14 @@ from emulator.errors import (
     ResourceInProgress,
     ResourceNotFound,
     ValidationFailed,
+    first_error,
 )
 from emulator.hosting import persistence
 from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.instance_health import InstanceHealth
 from emulator.hosting.invoker import ContainerReply, FaultContext, Invoker
-from emulator.hosting.service_base import ServiceBase, first_error
+from emulator.hosting.service_base import ServiceBase
 from emulator.hosting.updates import FleetUpdates
 from emulator.model import deployment as dp
 from emulator.model import messages

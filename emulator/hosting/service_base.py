@@ -94,10 +94,3 @@ def failure_reason(endpoint_name: str, error: BaseException) -> str:
         return error.message
     log.exception("update of %s failed", endpoint_name, exc_info=error)
     return f"Internal error: {error}"
-
-
-def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first leaf exception of a (nested) exception group."""
-    for exc in group.exceptions:
-        return first_error(exc) if isinstance(exc, BaseExceptionGroup) else exc
-    return group

@@ -8,11 +8,11 @@ import asyncio
 import dataclasses
 from collections.abc import Sequence
 
-from emulator.errors import ResourceInProgress, ValidationFailed
+from emulator.errors import ResourceInProgress, ValidationFailed, first_error
 from emulator.hosting import rollout
 from emulator.hosting.deployer import VariantPlan
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
-from emulator.hosting.service_base import ServiceBase, failure_reason, first_error
+from emulator.hosting.service_base import ServiceBase, failure_reason
 from emulator.model import deployment as dp
 from emulator.model import messages
 from emulator.model.deployment import DeploymentConfig
