@@ -14,7 +14,8 @@ from emulator.config import ServerConfig
 from emulator.hosting.alarms import AlarmService
 from emulator.hosting.artifacts import ArtifactStore
 from emulator.hosting.autoscaler import AutoScaler
-from emulator.hosting.metrics import InstanceRef, Metrics, Sampler
+from emulator.hosting.metrics import Metrics
+from emulator.hosting.sampler import InstanceRef, Sampler
 from emulator.hosting.service import HostingService
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerRuntime

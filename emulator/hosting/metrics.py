@@ -7,7 +7,7 @@ running totals feed the Prometheus exposition (counters never go back to zero wh
 
 `record` is on the request path: two dict lookups, one integer division, a handful of attribute
 updates on __slots__ objects; a new object only when a period starts. It runs on the event loop,
-so it needs no lock. CPU and memory are sampled by `Sampler`, a background task, once per period.
+so it needs no lock. CPU and memory are sampled by `sampler.Sampler`, a background task, once per period.
 See docs/metrics.md.
 """
 
@@ -18,7 +18,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -607,83 +607,3 @@ def _number(value: float) -> str:
     if isinstance(value, int) or value.is_integer():
         return str(int(value))
     return repr(value)
-
-
-# ---------------------------------------------------------------------- sampling
-
-
-@dataclass(frozen=True)
-class InstanceRef:
-    """One live instance as the engine's labels name it."""
-
-    endpoint: str
-    variant: str
-    instance_id: str
-    container_id: str
-
-
-class Sampler:
-    """Samples every live instance's CPU and memory once per period (a background task).
-
-    `instances` lists the live instances (one engine call), `stats` samples one container (blocking:
-    run in threads, at most `concurrency` at a time: Docker 20.10 takes up to ~1 s to answer a
-    one-shot stats call, waiting, not computing), `instance_counts` gives each variant's count.
-    The cost per period is one list call and one stats call per instance, never on the request path.
-    """
-
-    def __init__(
-        self,
-        metrics: Metrics,
-        instances: Callable[[], Iterable[InstanceRef]],
-        stats: Callable[[str], tuple[float | None, float | None] | None],
-        instance_counts: Callable[[], Awaitable[Mapping[tuple[str, str], int]]],
-        interval_s: float,
-        concurrency: int = 4,
-    ) -> None:
-        self._metrics = metrics
-        self._instances = instances
-        self._stats = stats
-        self._counts = instance_counts
-        self._interval = interval_s
-        self._limit = asyncio.Semaphore(concurrency)
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="metrics-sampler")
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            started = time.monotonic()
-            try:
-                await self.sample()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - a failed sample must not end sampling
-                log.debug("metrics sample failed: %s", exc)
-            await asyncio.sleep(max(self._interval - (time.monotonic() - started), 0.0))
-
-    async def sample(self) -> None:
-        for (endpoint, variant), count in (await self._counts()).items():
-            self._metrics.set_instances(endpoint, variant, count)
-        refs = list(await asyncio.to_thread(lambda: list(self._instances())))
-
-        async def one(ref: InstanceRef) -> tuple[InstanceRef, tuple[float | None, float | None] | None]:
-            async with self._limit:
-                try:
-                    return ref, await asyncio.to_thread(self._stats, ref.container_id)
-                except Exception as exc:  # noqa: BLE001 - a container gone meanwhile: no sample
-                    log.debug("no stats for %s: %s", ref.container_id, exc)
-                    return ref, None
-
-        for ref, sample in await asyncio.gather(*(one(r) for r in refs)):
-            if sample is not None:
-                self._metrics.record_utilization(ref.endpoint, ref.variant, *sample)

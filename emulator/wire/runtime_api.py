@@ -16,6 +16,7 @@ from multidict import CIMultiDict
 
 from emulator.errors import ModelFault, PayloadTooLarge, SmlocalError, UnknownOperation, ValidationFailed
 from emulator.hosting import metrics as m
+from emulator.hosting.sampler import Sampler
 from emulator.hosting.service import HostingService
 from emulator.model import messages
 from emulator.wire.errors import runtime_error
@@ -86,7 +87,7 @@ class MetricHooks:
     model. A fault carries the variant whose instance was called and the call's duration (set by
     hosting); the sampler (instance CPU/memory) lives here so the app can start and stop it."""
 
-    def __init__(self, metrics: m.Metrics, sampler: m.Sampler | None = None) -> None:
+    def __init__(self, metrics: m.Metrics, sampler: Sampler | None = None) -> None:
         self.metrics = metrics
         self.sampler = sampler
 

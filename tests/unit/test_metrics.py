@@ -8,7 +8,8 @@ import timeit
 import pytest
 
 from emulator.hosting import metrics as m
-from emulator.hosting.metrics import InstanceRef, Metrics, Sampler
+from emulator.hosting.metrics import Metrics
+from emulator.hosting.sampler import InstanceRef, Sampler
 
 
 class Clock:
