@@ -72,10 +72,28 @@ class SmlocalProcess:
     def __enter__(self) -> SmlocalProcess:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in __exit__
         self.proc = subprocess.Popen(
-            [sys.executable, *self._python_args, "-m", "emulator.cli", "--log-level", "WARNING", "serve",
-             "--host", HOST, "--port", str(self.port), "--state-dir", str(self.state_dir / "state"),
-             "--stop-grace", "5", "--event-loop", self._event_loop],
-            cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                *self._python_args,
+                "-m",
+                "emulator.cli",
+                "--log-level",
+                "WARNING",
+                "serve",
+                "--host",
+                HOST,
+                "--port",
+                str(self.port),
+                "--state-dir",
+                str(self.state_dir / "state"),
+                "--stop-grace",
+                "5",
+                "--event-loop",
+                self._event_loop,
+            ],
+            cwd=REPO,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + self._ready_timeout_s
         while time.monotonic() < deadline:
@@ -142,22 +160,34 @@ def boto_clients(url: str) -> tuple[Any, Any]:
     import boto3
     from botocore.config import Config
 
-    session = boto3.session.Session(aws_access_key_id="bench", aws_secret_access_key="bench",
-                                    region_name="us-east-1")
+    session = boto3.session.Session(
+        aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1"
+    )
     config = Config(retries={"max_attempts": 1, "mode": "standard"}, read_timeout=60)
-    return (session.client("sagemaker", endpoint_url=url, config=config),
-            session.client("sagemaker-runtime", endpoint_url=url, config=config))
+    return (
+        session.client("sagemaker", endpoint_url=url, config=config),
+        session.client("sagemaker-runtime", endpoint_url=url, config=config),
+    )
 
 
 def deploy(sm: Any, name: str, env: dict[str, str] | None = None, timeout_s: float = 120) -> None:
     sm.create_model(ModelName=name, PrimaryContainer={"Image": IMAGE, "Environment": env or {}})
-    sm.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[{
-        "VariantName": "AllTraffic", "ModelName": name, "InitialInstanceCount": 1,
-        "InstanceType": "ml.m5.large"}])
+    sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
     sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
     try:
         sm.get_waiter("endpoint_in_service").wait(
-            EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": int(timeout_s)})
+            EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": int(timeout_s)}
+        )
     except Exception as exc:
         reason = sm.describe_endpoint(EndpointName=name).get("FailureReason")
         raise RuntimeError(f"endpoint {name} did not come up: {reason}") from exc
@@ -180,8 +210,9 @@ def container_url(endpoint_name: str) -> str:
 
 def keepalive_session(**connector_kwargs: Any) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(limit=0, **connector_kwargs)
-    return aiohttp.ClientSession(connector=connector, auto_decompress=False,
-                                 skip_auto_headers=("User-Agent", "Accept-Encoding"))
+    return aiohttp.ClientSession(
+        connector=connector, auto_decompress=False, skip_auto_headers=("User-Agent", "Accept-Encoding")
+    )
 
 
 @dataclass
@@ -219,8 +250,14 @@ class Run:
         return self.ok / self.wall_s if self.wall_s else float("nan")
 
 
-def poster(session: aiohttp.ClientSession, url: str, body: bytes, expect_len: int | None = None,
-           headers: dict[str, str] | None = None, timeout_s: float = 60) -> Callable[[], Awaitable[int]]:
+def poster(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: bytes,
+    expect_len: int | None = None,
+    headers: dict[str, str] | None = None,
+    timeout_s: float = 60,
+) -> Callable[[], Awaitable[int]]:
     """One POST, body read in full; returns the status (a short body on 200 counts as a failure)."""
     hdrs = {"Content-Type": "application/octet-stream", **(headers or {})}
     timeout = aiohttp.ClientTimeout(total=timeout_s)
@@ -236,8 +273,9 @@ def poster(session: aiohttp.ClientSession, url: str, body: bytes, expect_len: in
     return call
 
 
-async def run_load(call: Callable[[], Awaitable[int]], concurrency: int, max_requests: int,
-                   max_seconds: float) -> Run:
+async def run_load(
+    call: Callable[[], Awaitable[int]], concurrency: int, max_requests: int, max_seconds: float
+) -> Run:
     """`concurrency` workers issue requests until max_requests were started or max_seconds passed."""
     run = Run()
     started = 0

@@ -76,15 +76,22 @@ def session(strategy: str) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(**kwargs)
     if strategy == "keep-alive+QUICKACK":
         connector._factory = functools.partial(QuickAckHandler, loop=asyncio.get_running_loop())
-    return aiohttp.ClientSession(connector=connector, auto_decompress=False,
-                                 skip_auto_headers=("User-Agent", "Accept-Encoding"))
+    return aiohttp.ClientSession(
+        connector=connector, auto_decompress=False, skip_auto_headers=("User-Agent", "Accept-Encoding")
+    )
 
 
 def start_container(name: str, env: dict[str, str]) -> tuple[Any, str]:
     client = docker_client()
-    c = client.containers.run(IMAGE, ["serve"], detach=True, environment=env, labels=LABELS,
-                              name=f"smlocal-bench-{name}-{int(time.time())}",
-                              ports={"8080/tcp": (HOST, None)})
+    c = client.containers.run(
+        IMAGE,
+        ["serve"],
+        detach=True,
+        environment=env,
+        labels=LABELS,
+        name=f"smlocal-bench-{name}-{int(time.time())}",
+        ports={"8080/tcp": (HOST, None)},
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         c.reload()
@@ -120,8 +127,12 @@ sys.exit(server.main(["server.py", "serve"]))
 def start_host_server() -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "NAGLE": "1", "SAGEMAKER_BIND_TO_PORT": str(port)}
-    proc = subprocess.Popen([sys.executable, "-c", _HOST_SERVER, str(REPO / "tests/fixtures/images/echo")],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOST_SERVER, str(REPO / "tests/fixtures/images/echo")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and proc.poll() is None:
         try:
@@ -183,19 +194,39 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 host_proc.kill()
     table = Table(title="Client strategy vs server behaviour (echo container, 1 KB body, direct)")
-    for col in ("server / client", "c=1 p50", "c=1 p99", "c=32 req/s", "c=32 p99", "c=64 req/s",
-                "c=64 p99", "failures"):
+    for col in (
+        "server / client",
+        "c=1 p50",
+        "c=1 p99",
+        "c=32 req/s",
+        "c=32 p99",
+        "c=64 req/s",
+        "c=64 p99",
+        "failures",
+    ):
         table.add_column(col, justify="left" if col == "server / client" else "right")
     summary: dict[str, Any] = {}
     for key, r in results.items():
         fails = {str(k): v for run in r.values() for k, v in run.statuses.items() if k != 200}
-        table.add_row(key, f"{r['c1'].p50:.2f} ms", f"{r['c1'].p99:.2f} ms", f"{r['c32'].rps:,.0f}",
-                      f"{r['c32'].p99:.1f} ms", f"{r['c64'].rps:,.0f}", f"{r['c64'].p99:.1f} ms",
-                      str(fails or 0))
+        table.add_row(
+            key,
+            f"{r['c1'].p50:.2f} ms",
+            f"{r['c1'].p99:.2f} ms",
+            f"{r['c32'].rps:,.0f}",
+            f"{r['c32'].p99:.1f} ms",
+            f"{r['c64'].rps:,.0f}",
+            f"{r['c64'].p99:.1f} ms",
+            str(fails or 0),
+        )
         summary[key] = {
-            "c1_p50_ms": r["c1"].p50, "c1_p99_ms": r["c1"].p99, "c1_n": r["c1"].ok,
-            "c32_rps": r["c32"].rps, "c32_p99_ms": r["c32"].p99,
-            "c64_rps": r["c64"].rps, "c64_p99_ms": r["c64"].p99, "failures": fails,
+            "c1_p50_ms": r["c1"].p50,
+            "c1_p99_ms": r["c1"].p99,
+            "c1_n": r["c1"].ok,
+            "c32_rps": r["c32"].rps,
+            "c32_p99_ms": r["c32"].p99,
+            "c64_rps": r["c64"].rps,
+            "c64_p99_ms": r["c64"].p99,
+            "failures": fails,
         }
     console.print(table)
     left = docker_client().containers.list(all=True, filters={"label": "smlocal.bench=keepalive-experiment"})

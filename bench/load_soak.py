@@ -42,8 +42,12 @@ SETTLE_S = 3.0
 def snapshot(server: SmlocalProcess) -> dict[str, Any]:
     owner = owner_id(server.state_dir / "state")
     mine = docker_client().containers.list(all=True, filters={"label": f"smlocal.owner={owner}"})
-    return {"fds": server.fd_count(), "rss_mib": round(server.rss_mib(), 1), "containers": len(mine),
-            "running": sum(1 for c in mine if c.status == "running")}
+    return {
+        "fds": server.fd_count(),
+        "rss_mib": round(server.rss_mib(), 1),
+        "containers": len(mine),
+        "running": sum(1 for c in mine if c.status == "running"),
+    }
 
 
 async def soak(server: SmlocalProcess, n: int, concurrency: int, max_s: float) -> tuple[Any, dict[str, Any]]:
@@ -102,23 +106,42 @@ def main(argv: list[str] | None = None) -> int:
     t.add_row("wall time", f"{run.wall_s:.1f} s ({run.rps:,.0f} req/s)")
     t.add_row("latency p50 / p99 / max", f"{run.p50:.1f} / {run.p99:.1f} / {max(run.latencies_ms):.1f} ms")
     for key in ("fds", "rss_mib", "containers", "running"):
-        t.add_row(f"{key}: before -> peak -> after",
-                  f"{before[key]} -> {peak.get(key, '-')} -> {after[key]}")
+        t.add_row(f"{key}: before -> peak -> after", f"{before[key]} -> {peak.get(key, '-')} -> {after[key]}")
     t.add_row("smlocal exit code after SIGTERM", str(code))
     t.add_row("its containers left after exit", str(leftovers or "none"))
-    t.add_row("any smlocal.managed=true container on the engine",
-              str([c.name for c in global_left] or "none"))
+    t.add_row(
+        "any smlocal.managed=true container on the engine", str([c.name for c in global_left] or "none")
+    )
     console.print(t)
-    ok = (run.ok == args.requests and not run.failures and not leftovers
-          and after["containers"] == before["containers"])
+    ok = (
+        run.ok == args.requests
+        and not run.failures
+        and not leftovers
+        and after["containers"] == before["containers"]
+    )
     if args.json:
-        args.json.write_text(json.dumps({
-            "requests": args.requests, "concurrency": args.concurrency, "ok": run.ok,
-            "statuses": {str(k): v for k, v in run.statuses.items()}, "wall_s": run.wall_s, "rps": run.rps,
-            "p50_ms": run.p50, "p99_ms": run.p99, "max_ms": max(run.latencies_ms), "before": before,
-            "peak": peak, "after": after, "exit_code": code, "leftovers": leftovers,
-            "warmup_statuses": {str(k): v for k, v in warm.statuses.items()},
-        }, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "requests": args.requests,
+                    "concurrency": args.concurrency,
+                    "ok": run.ok,
+                    "statuses": {str(k): v for k, v in run.statuses.items()},
+                    "wall_s": run.wall_s,
+                    "rps": run.rps,
+                    "p50_ms": run.p50,
+                    "p99_ms": run.p99,
+                    "max_ms": max(run.latencies_ms),
+                    "before": before,
+                    "peak": peak,
+                    "after": after,
+                    "exit_code": code,
+                    "leftovers": leftovers,
+                    "warmup_statuses": {str(k): v for k, v in warm.statuses.items()},
+                },
+                indent=2,
+            )
+        )
     console.print("[green]PASS[/]" if ok else "[red]FAIL[/]")
     return 0 if ok else 1
 

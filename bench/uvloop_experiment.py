@@ -29,8 +29,10 @@ from bench._harness import (  # noqa: E402
 
 
 def uvloop_stub(path: str) -> tuple[str, ...]:
-    code = (f"import sys, runpy; sys.path.insert(0, {path!r}); import uvloop; uvloop.install(); "
-            "sys.argv = ['smlocal'] + sys.argv[3:]; runpy.run_module('emulator.cli', run_name='__main__')")
+    code = (
+        f"import sys, runpy; sys.path.insert(0, {path!r}); import uvloop; uvloop.install(); "
+        "sys.argv = ['smlocal'] + sys.argv[3:]; runpy.run_module('emulator.cli', run_name='__main__')"
+    )
     return ("-c", code)
 
 
@@ -56,10 +58,12 @@ def main(argv: list[str] | None = None) -> int:
                 sm, _ = boto_clients(server.url)
                 deploy(sm, "bench-uv")
                 p50, p99, rps, cpu = asyncio.run(measure(server))
-            print(f"round {rnd + 1} {label:8} c=1 p50 {p50:.3f} ms  p99 {p99:.3f} ms  "
-                  f"c=32 {rps:,.0f} req/s  smlocal CPU {cpu:.0f} us/request"
-                  f"  leftovers {server.leftovers or 0}",
-                  flush=True)
+            print(
+                f"round {rnd + 1} {label:8} c=1 p50 {p50:.3f} ms  p99 {p99:.3f} ms  "
+                f"c=32 {rps:,.0f} req/s  smlocal CPU {cpu:.0f} us/request"
+                f"  leftovers {server.leftovers or 0}",
+                flush=True,
+            )
     return 0
 
 

@@ -432,7 +432,6 @@ async def test_a_request_whose_body_is_still_arriving_at_sigterm_is_answered(
     writer.write(head + body[:10])
     await writer.drain()
 
-
     async def handler_started() -> None:  # the request is in flight once its handler runs
         while server.state.active == 0:
             await asyncio.sleep(0.005)
