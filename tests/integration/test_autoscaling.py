@@ -13,14 +13,21 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.fixtures.scaling import Load, resource, variant_of, wait_for
+from tests.fixtures.scaling import (
+    DIM,
+    NS,
+    TIME_SCALE,
+    Load,
+    resource,
+    time_scaled_server,
+    variant_of,
+    variant_target,
+    wait_for,
+)
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
 
 pytestmark = pytest.mark.docker
 
-TIME_SCALE = 60.0  # one policy minute (metric period) = 1 s
-NS = "sagemaker"
-DIM = "sagemaker:variant:DesiredInstanceCount"
 PER_INSTANCE = {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"}
 
 
@@ -28,13 +35,7 @@ PER_INSTANCE = {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"
 def smlocal(
     tmp_path_factory: pytest.TempPathFactory, echo_image: str, s3_server: str, aws_credentials: None
 ) -> Iterator[Smlocal]:
-    env = start_smlocal(
-        tmp_path_factory.mktemp("smlocal"), echo_image, s3_endpoint_url=s3_server, time_scale=TIME_SCALE
-    )
-    try:
-        yield env
-    finally:
-        env.server.stop()
+    yield from time_scaled_server(tmp_path_factory.mktemp("smlocal"), echo_image, s3_server)
 
 
 @pytest.fixture(scope="module")
@@ -49,15 +50,13 @@ def test_target_tracking_scales_out_under_load_and_in_when_idle(smlocal: Smlocal
     smlocal.deploy("Scaled", count=1)
     rid = resource("Scaled")
     try:
-        arn = aas.register_scalable_target(
-            ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM, MinCapacity=1, MaxCapacity=3
-        )["ScalableTargetARN"]
+        arn = aas.register_scalable_target(**variant_target(rid), MinCapacity=1, MaxCapacity=3)[
+            "ScalableTargetARN"
+        ]
         assert arn.startswith("arn:aws:application-autoscaling:us-east-1:123456789012:scalable-target/")
         put = aas.put_scaling_policy(
             PolicyName="per-instance",
-            ServiceNamespace=NS,
-            ResourceId=rid,
-            ScalableDimension=DIM,
+            **variant_target(rid),
             PolicyType="TargetTrackingScaling",
             TargetTrackingScalingPolicyConfiguration={
                 "TargetValue": 20.0,
@@ -170,9 +169,7 @@ def test_minimum_capacity_above_the_current_count_scales_out_at_once(smlocal: Sm
     smlocal.deploy("Floor", count=1)
     rid = resource("Floor")
     try:
-        aas.register_scalable_target(
-            ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM, MinCapacity=2, MaxCapacity=4
-        )
+        aas.register_scalable_target(**variant_target(rid), MinCapacity=2, MaxCapacity=4)
         wait_for(
             "2 instances",
             lambda: (
@@ -201,7 +198,7 @@ def test_minimum_capacity_above_the_current_count_scales_out_at_once(smlocal: Sm
             "arn:aws:iam::123456789012:role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
             "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
         )
-        aas.deregister_scalable_target(ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM)
+        aas.deregister_scalable_target(**variant_target(rid))
         assert aas.describe_scalable_targets(ServiceNamespace=NS)["ScalableTargets"] == []
     finally:
         smlocal.cleanup("Floor")
@@ -211,9 +208,7 @@ def test_policies_are_described_updated_paged_and_deleted(smlocal: Smlocal, aas:
     smlocal.deploy("Policies", count=1)
     rid = resource("Policies")
     try:
-        aas.register_scalable_target(
-            ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM, MinCapacity=1, MaxCapacity=2
-        )
+        aas.register_scalable_target(**variant_target(rid), MinCapacity=1, MaxCapacity=2)
         custom = {
             "MetricName": "CPUUtilization",
             "Namespace": "/aws/sagemaker/Endpoints",
@@ -226,9 +221,7 @@ def test_policies_are_described_updated_paged_and_deleted(smlocal: Smlocal, aas:
         }
         aas.put_scaling_policy(
             PolicyName="cpu",
-            ServiceNamespace=NS,
-            ResourceId=rid,
-            ScalableDimension=DIM,
+            **variant_target(rid),
             PolicyType="TargetTrackingScaling",
             TargetTrackingScalingPolicyConfiguration={
                 "TargetValue": 75.0,
@@ -242,9 +235,7 @@ def test_policies_are_described_updated_paged_and_deleted(smlocal: Smlocal, aas:
         }
         put = aas.put_scaling_policy(
             PolicyName="step",
-            ServiceNamespace=NS,
-            ResourceId=rid,
-            ScalableDimension=DIM,
+            **variant_target(rid),
             PolicyType="StepScaling",
             StepScalingPolicyConfiguration=step,
         )
@@ -265,9 +256,7 @@ def test_policies_are_described_updated_paged_and_deleted(smlocal: Smlocal, aas:
         # PutScalingPolicy on an existing name updates it in place (same ARN)
         again = aas.put_scaling_policy(
             PolicyName="cpu",
-            ServiceNamespace=NS,
-            ResourceId=rid,
-            ScalableDimension=DIM,
+            **variant_target(rid),
             PolicyType="TargetTrackingScaling",
             TargetTrackingScalingPolicyConfiguration={
                 "TargetValue": 50.0,
@@ -277,13 +266,11 @@ def test_policies_are_described_updated_paged_and_deleted(smlocal: Smlocal, aas:
         assert again["PolicyARN"] == policies[0]["PolicyARN"]
         cpu = aas.describe_scaling_policies(ServiceNamespace=NS, PolicyNames=["cpu"])["ScalingPolicies"]
         assert cpu[0]["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 50.0
-        aas.delete_scaling_policy(
-            PolicyName="cpu", ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM
-        )
+        aas.delete_scaling_policy(PolicyName="cpu", **variant_target(rid))
         left = aas.describe_scaling_policies(ServiceNamespace=NS, ResourceId=rid)["ScalingPolicies"]
         assert [p["PolicyName"] for p in left] == ["step"]
         # deregistering the target deletes its policies
-        aas.deregister_scalable_target(ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM)
+        aas.deregister_scalable_target(**variant_target(rid))
         assert aas.describe_scaling_policies(ServiceNamespace=NS, ResourceId=rid)["ScalingPolicies"] == []
     finally:
         smlocal.cleanup("Policies")
@@ -300,9 +287,7 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
                 "put_scaling_policy",
                 dict(
                     PolicyName="p",
-                    ServiceNamespace=NS,
-                    ResourceId=rid,
-                    ScalableDimension=DIM,
+                    **variant_target(rid),
                     PolicyType="TargetTrackingScaling",
                     TargetTrackingScalingPolicyConfiguration=tracking,
                 ),
@@ -310,19 +295,17 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
             ),
             (
                 "deregister_scalable_target",
-                dict(ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM),
+                dict(**variant_target(rid)),
                 ("ObjectNotFoundException", 400, f"No scalable target registered for {target}"),
             ),
             (
                 "register_scalable_target",
-                dict(
-                    ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM, MinCapacity=3, MaxCapacity=2
-                ),
+                dict(**variant_target(rid), MinCapacity=3, MaxCapacity=2),
                 ("ValidationException", 400, "Minimum capacity cannot be greater than maximum capacity"),
             ),
             (
                 "register_scalable_target",
-                dict(ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM),
+                dict(**variant_target(rid)),
                 (
                     "ValidationException",
                     400,
@@ -386,9 +369,7 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
             assert got[:2] == (code, status), (operation, params, got)
             assert got[2].startswith(message) if message.endswith("[") else got[2] == message, got
 
-        aas.register_scalable_target(
-            ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM, MinCapacity=1, MaxCapacity=2
-        )
+        aas.register_scalable_target(**variant_target(rid), MinCapacity=1, MaxCapacity=2)
         policy_errors: list[tuple[dict[str, Any], tuple[str, int, str]]] = [
             (
                 {
@@ -426,9 +407,7 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
             with pytest.raises(ClientError) as exc:
                 aas.put_scaling_policy(
                     PolicyName="p",
-                    ServiceNamespace=NS,
-                    ResourceId=rid,
-                    ScalableDimension=DIM,
+                    **variant_target(rid),
                     PolicyType="TargetTrackingScaling",
                     TargetTrackingScalingPolicyConfiguration=config,
                 )
@@ -437,9 +416,7 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
         with pytest.raises(ClientError) as exc:
             aas.put_scaling_policy(
                 PolicyName="p",
-                ServiceNamespace=NS,
-                ResourceId=rid,
-                ScalableDimension=DIM,
+                **variant_target(rid),
                 PolicyType="TargetTrackingScaling",
                 TargetTrackingScalingPolicyConfiguration={
                     "TargetValue": 0.0,
@@ -475,9 +452,7 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
             with pytest.raises(ClientError) as exc:
                 aas.put_scaling_policy(
                     PolicyName="p",
-                    ServiceNamespace=NS,
-                    ResourceId=rid,
-                    ScalableDimension=DIM,
+                    **variant_target(rid),
                     PolicyType="StepScaling",
                     StepScalingPolicyConfiguration={
                         "AdjustmentType": "ChangeInCapacity",
@@ -486,9 +461,7 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
                 )
             assert error_of(exc) == ("ValidationException", 400, message)
         with pytest.raises(ClientError) as exc:
-            aas.delete_scaling_policy(
-                PolicyName="p", ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM
-            )
+            aas.delete_scaling_policy(PolicyName="p", **variant_target(rid))
         assert error_of(exc) == (
             "ObjectNotFoundException",
             400,
@@ -506,9 +479,7 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
             DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": 2}],
         )
         with pytest.raises(ClientError) as exc:
-            aas.register_scalable_target(
-                ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM, MinCapacity=1, MaxCapacity=3
-            )
+            aas.register_scalable_target(**variant_target(rid), MinCapacity=1, MaxCapacity=3)
         assert error_of(exc) == (
             "ValidationException",
             400,
@@ -529,14 +500,10 @@ def test_capacity_changes_and_scaling_state_survive_a_restart(
     rid = resource("Kept")
     try:
         first.deploy("Kept", count=1)
-        client.register_scalable_target(
-            ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM, MinCapacity=2, MaxCapacity=3
-        )
+        client.register_scalable_target(**variant_target(rid), MinCapacity=2, MaxCapacity=3)
         client.put_scaling_policy(
             PolicyName="per-instance",
-            ServiceNamespace=NS,
-            ResourceId=rid,
-            ScalableDimension=DIM,
+            **variant_target(rid),
             PolicyType="TargetTrackingScaling",
             TargetTrackingScalingPolicyConfiguration={
                 "TargetValue": 1000.0,
@@ -585,9 +552,7 @@ def test_scalable_targets_are_tagged_by_arn(smlocal: Smlocal, aas: Any) -> None:
     rid = resource("Tagged")
     try:
         arn = aas.register_scalable_target(
-            ServiceNamespace=NS,
-            ResourceId=rid,
-            ScalableDimension=DIM,
+            **variant_target(rid),
             MinCapacity=1,
             MaxCapacity=2,
             Tags={"team": "ml"},
@@ -621,18 +586,14 @@ def test_suspended_scale_out_holds_until_resumed(smlocal: Smlocal, aas: Any) -> 
     rid = resource("Suspended")
     try:
         aas.register_scalable_target(
-            ServiceNamespace=NS,
-            ResourceId=rid,
-            ScalableDimension=DIM,
+            **variant_target(rid),
             MinCapacity=1,
             MaxCapacity=2,
             SuspendedState={"DynamicScalingOutSuspended": True},
         )
         aas.put_scaling_policy(
             PolicyName="per-instance",
-            ServiceNamespace=NS,
-            ResourceId=rid,
-            ScalableDimension=DIM,
+            **variant_target(rid),
             PolicyType="TargetTrackingScaling",
             TargetTrackingScalingPolicyConfiguration={
                 "TargetValue": 20.0,
@@ -649,9 +610,7 @@ def test_suspended_scale_out_holds_until_resumed(smlocal: Smlocal, aas: Any) -> 
             )
             assert variant_of(smlocal, "Suspended")["DesiredInstanceCount"] == 1
             aas.register_scalable_target(
-                ServiceNamespace=NS,
-                ResourceId=rid,
-                ScalableDimension=DIM,
+                **variant_target(rid),
                 SuspendedState={"DynamicScalingOutSuspended": False},
             )
             wait_for(

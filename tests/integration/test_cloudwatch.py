@@ -17,14 +17,19 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.fixtures.scaling import Load, resource, variant_of, wait_for
-from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
+from tests.fixtures.scaling import (
+    NS,
+    Load,
+    resource,
+    time_scaled_server,
+    variant_of,
+    variant_target,
+    wait_for,
+)
+from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of
 
 pytestmark = pytest.mark.docker
 
-TIME_SCALE = 60.0
-NS = "sagemaker"
-DIM = "sagemaker:variant:DesiredInstanceCount"
 CONFIG = Config(retries={"mode": "standard", "max_attempts": 1})
 
 
@@ -36,13 +41,7 @@ def dims(endpoint: str) -> list[dict[str, str]]:
 def smlocal(
     tmp_path_factory: pytest.TempPathFactory, echo_image: str, s3_server: str, aws_credentials: None
 ) -> Iterator[Smlocal]:
-    env = start_smlocal(
-        tmp_path_factory.mktemp("smlocal"), echo_image, s3_endpoint_url=s3_server, time_scale=TIME_SCALE
-    )
-    try:
-        yield env
-    finally:
-        env.server.stop()
+    yield from time_scaled_server(tmp_path_factory.mktemp("smlocal"), echo_image, s3_server)
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +70,7 @@ def aas(smlocal: Smlocal) -> Any:
 def step_policy(aas: Any, rid: str, name: str, step: dict[str, Any]) -> str:
     arn: str = aas.put_scaling_policy(
         PolicyName=name,
-        ServiceNamespace=NS,
-        ResourceId=rid,
-        ScalableDimension=DIM,
+        **variant_target(rid),
         PolicyType="StepScaling",
         StepScalingPolicyConfiguration={
             "AdjustmentType": "ChangeInCapacity",
@@ -113,9 +110,7 @@ def test_alarms_drive_step_scaling_out_under_load_and_in_when_idle(
     rid = resource("Stepped")
     high, low = "Stepped-invocations-high", "Stepped-invocations-low"
     try:
-        aas.register_scalable_target(
-            ServiceNamespace=NS, ResourceId=rid, ScalableDimension=DIM, MinCapacity=1, MaxCapacity=3
-        )
+        aas.register_scalable_target(**variant_target(rid), MinCapacity=1, MaxCapacity=3)
         out_arn = step_policy(aas, rid, "out", {"MetricIntervalLowerBound": 0.0, "ScalingAdjustment": 1})
         in_arn = step_policy(aas, rid, "in", {"MetricIntervalUpperBound": 0.0, "ScalingAdjustment": -1})
         invocations_alarm(cw, high, "Stepped", "GreaterThanThreshold", 20.0, out_arn)

@@ -13,7 +13,8 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, start_smlocal
+from tests.fixtures.scaling import time_scaled_server
+from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal
 
 pytestmark = pytest.mark.docker
 
@@ -22,13 +23,7 @@ pytestmark = pytest.mark.docker
 def smlocal(
     tmp_path_factory: pytest.TempPathFactory, echo_image: str, s3_server: str, aws_credentials: None
 ) -> Iterator[Smlocal]:
-    env = start_smlocal(
-        tmp_path_factory.mktemp("smlocal"), echo_image, s3_endpoint_url=s3_server, time_scale=60.0
-    )
-    try:
-        yield env
-    finally:
-        env.server.stop()
+    yield from time_scaled_server(tmp_path_factory.mktemp("smlocal"), echo_image, s3_server)
 
 
 class Load(threading.Thread):
