@@ -104,7 +104,7 @@ def build_app(
     async def hosting(app: web.Application) -> AsyncIterator[None]:
         config.state_dir.mkdir(parents=True, exist_ok=True)
         rt = runtime or DockerRuntime()
-        artifacts = ArtifactStore(config.artifacts_dir, _s3_factory(config))
+        artifacts = ArtifactStore.for_server(config, _s3_factory(config))
         service = HostingService(config, rt, artifacts)
         app[SERVICE] = service
         await service.start()

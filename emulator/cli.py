@@ -25,7 +25,14 @@ from typing import Any
 
 from contract_tests.cli import add_arguments as check_arguments
 from emulator import __version__
-from emulator.config import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, ContractLimits, ServerConfig
+from emulator.config import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_REGION,
+    ArchiveLimits,
+    ContractLimits,
+    ServerConfig,
+)
 from emulator.errors import SmlocalError
 
 ENDPOINT_URL_ENV = "SMLOCAL_ENDPOINT_URL"
@@ -73,6 +80,66 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _archive_arguments(p: argparse.ArgumentParser) -> None:
+    """`smlocal serve` options bounding model data archives and local model directories."""
+    d = ArchiveLimits()
+    p.add_argument(
+        "--archive-max-header-bytes",
+        type=_positive_int,
+        default=d.max_header_bytes,
+        metavar="N",
+        help="refuse an archive with a PAX extended header or GNU long-name record over N bytes "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--archive-max-entries",
+        type=_positive_int,
+        default=d.max_entries,
+        metavar="N",
+        help="refuse an archive of more than N members (default %(default)s)",
+    )
+    p.add_argument(
+        "--archive-max-bytes",
+        type=_positive_int,
+        default=d.max_extracted_bytes,
+        metavar="N",
+        help="refuse model data whose files add up to more than N bytes (default %(default)s)",
+    )
+    p.add_argument(
+        "--archive-max-ratio",
+        type=_positive_float,
+        default=d.max_ratio,
+        metavar="R",
+        help="refuse an archive that decompresses to more than R times its compressed size, checked "
+        f"past the first {d.ratio_grace_bytes >> 20} MiB (default %(default)s)",
+    )
+    p.add_argument(
+        "--archive-max-trailing-bytes",
+        type=_positive_int,
+        default=d.max_trailing_bytes,
+        metavar="N",
+        help="refuse an archive with more than N bytes after its end-of-archive marker (default %(default)s)",
+    )
+    p.add_argument(
+        "--allow-local-model-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a local directory (and everything under it) that may be given as model data and mounted "
+        "as it is; repeatable; replaces the default: the working directory and the system temp directory",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from emulator.server import serve_forever
 
@@ -92,6 +159,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         limits=limits,
         s3_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
         time_scale=args.time_scale,
+        archive_limits=ArchiveLimits(
+            max_header_bytes=args.archive_max_header_bytes,
+            max_entries=args.archive_max_entries,
+            max_extracted_bytes=args.archive_max_bytes,
+            max_ratio=args.archive_max_ratio,
+            max_trailing_bytes=args.archive_max_trailing_bytes,
+        ),
+        local_model_dirs=tuple(Path(d).resolve() for d in args.allow_local_model_dir) or None,
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         logging.warning("serving on %s: reachable from other machines", args.host)
@@ -376,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto: uvloop when installed, else asyncio's",
     )
+    _archive_arguments(p)
     p.set_defaults(func=cmd_serve)
 
     p = client_cmd("deploy", "create a model, an endpoint config and an endpoint; wait for InService")

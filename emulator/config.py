@@ -19,6 +19,17 @@ STOP_GRACE_S = 30.0  # SIGTERM, then SIGKILL 30 s later
 CONTAINER_PORT = 8080
 MAX_PAYLOAD_BYTES = 6_291_456  # request and response body cap for InvokeEndpoint
 
+#: Model data archives (untrusted input, extracted on the host): smlocal's own limits, not SageMaker's.
+ARCHIVE_MAX_HEADER_BYTES = 1 << 20  # one PAX extended header or GNU long-name/long-link record
+ARCHIVE_MAX_ENTRIES = 100_000  # members (files, directories, links) of one archive
+ARCHIVE_MAX_EXTRACTED_BYTES = 100 * 1024**3  # total size of the extracted files
+ARCHIVE_MAX_RATIO = 200.0  # decompressed / compressed bytes, checked while streaming
+ARCHIVE_RATIO_GRACE_BYTES = 32 << 20  # the ratio is only checked past this many decompressed bytes
+ARCHIVE_MAX_TRAILING_BYTES = 1 << 20  # decompressed bytes after the end-of-archive marker
+#: ModelDataDownloadTimeoutInSeconds when a variant gives none (SageMaker's default is unpublished;
+#: its maximum is used so that no deployment fails here that would not fail there).
+MODEL_DATA_DOWNLOAD_TIMEOUT_S = 3600.0
+
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT_ID = "123456789012"
 DEFAULT_HOST = "127.0.0.1"
@@ -39,6 +50,21 @@ class ContractLimits:
     max_response_bytes: int = MAX_PAYLOAD_BYTES
 
     def replace(self, **changes: object) -> ContractLimits:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """Bounds on extracting one model data archive (memory, disk, entries); `smlocal serve` options."""
+
+    max_header_bytes: int = ARCHIVE_MAX_HEADER_BYTES
+    max_entries: int = ARCHIVE_MAX_ENTRIES
+    max_extracted_bytes: int = ARCHIVE_MAX_EXTRACTED_BYTES
+    max_ratio: float = ARCHIVE_MAX_RATIO
+    ratio_grace_bytes: int = ARCHIVE_RATIO_GRACE_BYTES
+    max_trailing_bytes: int = ARCHIVE_MAX_TRAILING_BYTES
+
+    def replace(self, **changes: object) -> ArchiveLimits:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
 
@@ -68,6 +94,14 @@ class ServerConfig:
     #: How often a serving instance's /ping is checked (each attempt has the contract's 2 s timeout);
     #: SageMaker's interval is unpublished. A failed ping or an exit takes the instance out of rotation.
     health_check_interval_s: float = 5.0
+    archive_limits: ArchiveLimits = field(default_factory=ArchiveLimits)
+    #: Local directories that may be model data (mounted as they are, without a copy); a directory
+    #: given as model data must lie inside one of them. None: the working directory the server was
+    #: started in and the system temp directory (`--allow-local-model-dir` replaces the default).
+    local_model_dirs: tuple[Path, ...] | None = None
+    #: Test-only: ModelDataDownloadTimeoutInSeconds (the variant's or the default) is multiplied by
+    #: this, so a test can prove the API value is honoured without waiting a minute. Keep 1.0.
+    model_data_timeout_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:

@@ -12,10 +12,22 @@ the same on the host, and the archive is untrusted input, so extraction here is 
   with lstat, so no write ever passes through a link;
 * modes are normalised so the container can read everything whatever user it runs as: directories
   0755, files 0644 (0755 if any execute bit was set); set-id and sticky bits are dropped;
-* the total size of the files is capped (`max_bytes`).
+* bounded whatever the archive (`ArchiveLimits`, emulator/config.py): each PAX extended header and
+  GNU long-name/long-link record is refused above `max_header_bytes` *before* tarfile reads it (tarfile
+  reads such records whole into memory), at most `MAX_EXTENSION_CHAIN` of them may precede a member and
+  global PAX headers share one `max_header_bytes` budget; GNU sparse members (old and PAX forms, whose
+  maps tarfile also reads whole) are refused; the number of members is capped (`max_entries`); the
+  total size of the files is capped (`max_extracted_bytes`); the ratio of decompressed to compressed
+  bytes is checked as the stream is read (`max_ratio`, past `ratio_grace_bytes`); after the
+  end-of-archive marker at most `max_trailing_bytes` are read (enough to check the gzip trailer);
+* tarfile's list of members is emptied as the archive is walked, so memory does not grow with it.
+
+The header checks hook tarfile's documented extension point (a TarInfo subclass passed as `tarinfo`,
+whose `_proc_member` "can be overridden in a subclass", Lib/tarfile.py).
 
 `extract_archive` raises `ArchiveRejected` (with the reason: which member and why) or `ArchiveTooLarge`;
-the caller turns them into SageMaker's FailureReason texts. On any failure the destination directory is
+the caller turns them into SageMaker's FailureReason texts. A `check` callback given to it is called on
+every read (the download deadline) and may raise anything. On any failure the destination directory is
 left to the caller to delete (it is a temporary directory that never becomes visible in the cache).
 """
 
@@ -26,15 +38,23 @@ import os
 import stat
 import tarfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, cast
+
+from emulator.config import ArchiveLimits
 
 CHUNK_BYTES = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 DIR_MODE = 0o755
 FILE_MODE = 0o644
 EXEC_FILE_MODE = 0o755
+#: Extension records (PAX x/g, GNU L/K) that may precede one member: GNU tar writes at most L + K,
+#: pax-format writers one x; tarfile processes a chain by recursion, one frame per record.
+MAX_EXTENSION_CHAIN = 4
+_EXTENSION_TYPES = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+_LONG_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
 
 
 class ArchiveRejected(Exception):
@@ -224,29 +244,156 @@ class _Extractor:
 
 
 #: What a damaged gzip or tar stream raises while it is read (BadGzipFile is also an OSError).
-_READ_ERRORS = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile)
+#: tarfile lets ValueError (and UnicodeDecodeError) escape on some malformed headers.
+_READ_ERRORS = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, ValueError, OverflowError)
 
 
-def _drain(stream: gzip.GzipFile) -> None:
-    while stream.read(CHUNK_BYTES):
-        pass
+def _record_kind(type_: bytes) -> str:
+    if type_ == tarfile.GNUTYPE_LONGNAME:
+        return "GNU long-name record"
+    if type_ == tarfile.GNUTYPE_LONGLINK:
+        return "GNU long-link record"
+    if type_ == tarfile.XGLTYPE:
+        return "PAX global header"
+    return "PAX extended header"
 
 
-def extract_archive(archive: Path, dest: Path, max_bytes: int) -> ExtractResult:
+class _Guard:
+    """The per-archive state behind the header hook and the stream meter."""
+
+    def __init__(self, limits: ArchiveLimits, check: Callable[[], None] | None) -> None:
+        self.limits = limits
+        self.check = check
+        self.entries = 0
+        self.chain = 0
+        self.global_bytes = 0
+
+    def header(self, info: tarfile.TarInfo) -> None:
+        """Called by tarfile for every header block, before it reads any payload of that record."""
+        limits = self.limits
+        at = f"header at offset {info.offset}"
+        if info.type in _EXTENSION_TYPES or info.type in _LONG_TYPES:
+            kind = _record_kind(info.type)
+            if info.size > limits.max_header_bytes:
+                raise ArchiveRejected(
+                    f"{at}: {kind} of {info.size} bytes, over the limit of {limits.max_header_bytes} bytes"
+                )
+            self.chain += 1
+            if self.chain > MAX_EXTENSION_CHAIN:
+                raise ArchiveRejected(
+                    f"{at}: more than {MAX_EXTENSION_CHAIN} extension records before one member"
+                )
+            if info.type == tarfile.XGLTYPE:
+                self.global_bytes += info.size
+                if self.global_bytes > limits.max_header_bytes:
+                    raise ArchiveRejected(
+                        f"{at}: PAX global headers add up to {self.global_bytes} bytes, over the limit "
+                        f"of {limits.max_header_bytes} bytes"
+                    )
+            return
+        if info.type == tarfile.GNUTYPE_SPARSE:
+            raise ArchiveRejected(f"{at}: GNU sparse member not allowed")
+        self.chain = 0
+        self.entries += 1
+        if self.entries > limits.max_entries:
+            raise ArchiveRejected(f"{at}: more than {limits.max_entries} members, the limit")
+
+
+def _guarded_tarinfo(guard: _Guard) -> type[tarfile.TarInfo]:
+    """A TarInfo class whose header processing asks `guard` first (one class per extraction)."""
+
+    def _refuse_sparse(self: tarfile.TarInfo, *_args: Any) -> None:
+        raise ArchiveRejected(f"header at offset {self.offset}: PAX (GNU) sparse member not allowed")
+
+    def _proc_member(self: tarfile.TarInfo, tar: tarfile.TarFile) -> tarfile.TarInfo:
+        guard.header(self)
+        result: tarfile.TarInfo = tarfile.TarInfo._proc_member(self, tar)  # type: ignore[attr-defined]
+        return result
+
+    return type(
+        "GuardedTarInfo",
+        (tarfile.TarInfo,),
+        {
+            "_proc_member": _proc_member,
+            "_proc_gnusparse_00": _refuse_sparse,
+            "_proc_gnusparse_01": _refuse_sparse,
+            "_proc_gnusparse_10": _refuse_sparse,
+        },
+    )
+
+
+class _Meter:
+    """The decompressed stream as tarfile reads it: counts bytes, checks the ratio and the trailer."""
+
+    def __init__(self, gz: gzip.GzipFile, raw: IO[bytes], guard: _Guard) -> None:
+        self.gz = gz
+        self.raw = raw
+        self.guard = guard
+        self.total = 0
+        self.end_of_archive: int | None = None  # offset of the end-of-archive marker, once known
+
+    def read(self, size: int = -1) -> bytes:
+        if self.guard.check is not None:
+            self.guard.check()
+        limits = self.guard.limits
+        if size is None or size < 0:
+            size = CHUNK_BYTES
+        data = self.gz.read(size)
+        self.total += len(data)
+        if self.total > limits.ratio_grace_bytes:
+            compressed = max(self.raw.tell(), 1)
+            if self.total > limits.max_ratio * compressed:
+                raise ArchiveRejected(
+                    f"decompressed {self.total} bytes from {compressed} compressed bytes, over the "
+                    f"compression ratio limit of {limits.max_ratio:g}"
+                )
+        if self.end_of_archive is not None:
+            trailing = self.total - self.end_of_archive
+            if trailing > limits.max_trailing_bytes:
+                raise ArchiveRejected(
+                    f"more than {limits.max_trailing_bytes} bytes of data after the end-of-archive marker "
+                    f"at offset {self.end_of_archive}"
+                )
+        return data
+
+    def drain(self, end_of_archive: int) -> None:
+        """Read what follows the end-of-archive marker (bounded), which checks the gzip trailer."""
+        self.end_of_archive = end_of_archive
+        while self.read(CHUNK_BYTES):
+            pass
+
+
+def extract_archive(
+    archive: Path,
+    dest: Path,
+    limits: ArchiveLimits | None = None,
+    check: Callable[[], None] | None = None,
+) -> ExtractResult:
     """Extract the gzip tar `archive` into the existing, empty directory `dest`.
 
-    Raises ArchiveRejected / ArchiveTooLarge; OSError only for failures of the host file system.
+    Raises ArchiveRejected / ArchiveTooLarge; OSError only for failures of the host file system;
+    whatever `check` raises.
     """
+    limits = limits or ArchiveLimits()
+    guard = _Guard(limits, check)
     with open(archive, "rb") as raw:
         magic = raw.read(2)
         if magic != GZIP_MAGIC:
             raise ArchiveRejected(f"not a gzip file (starts with {magic!r}, expected {GZIP_MAGIC!r})")
         raw.seek(0)
-        ex = _Extractor(dest, max_bytes)
+        ex = _Extractor(dest, limits.max_extracted_bytes)
         try:
             with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
-                with tarfile.open(fileobj=gz, mode="r|", bufsize=CHUNK_BYTES) as tar:
-                    for member in tar:
+                meter = _Meter(gz, raw, guard)
+                with tarfile.open(
+                    None,
+                    "r|",
+                    fileobj=cast(IO[bytes], meter),  # tarfile only calls read()
+                    bufsize=CHUNK_BYTES,
+                    tarinfo=_guarded_tarinfo(guard),
+                ) as tar:
+                    while (member := tar.next()) is not None:
+                        tar.members.clear()  # type: ignore[attr-defined]  # stream mode keeps every TarInfo
                         try:
                             _extract_member(ex, tar, member)
                         except _READ_ERRORS:
@@ -254,9 +401,11 @@ def extract_archive(archive: Path, dest: Path, max_bytes: int) -> ExtractResult:
                         except OSError as exc:
                             detail = f"member {member.name!r}: could not be written: {exc}"
                             raise ArchiveRejected(detail) from exc
-                _drain(gz)  # verifies the gzip trailer (CRC-32 and length) of every gzip member
+                    meter.drain(tar.offset)  # the marker's offset; reads the gzip trailer(s)
         except _READ_ERRORS as exc:
             raise ArchiveRejected(f"corrupt archive: {type(exc).__name__}: {exc}") from exc
+        except RecursionError as exc:
+            raise ArchiveRejected("corrupt archive: headers nested too deeply") from exc
         try:
             ex.finish_symlinks()
         except OSError as exc:
@@ -268,6 +417,8 @@ def extract_archive(archive: Path, dest: Path, max_bytes: int) -> ExtractResult:
 
 def _extract_member(ex: _Extractor, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
     parts = _member_parts(member.name)
+    if member.sparse is not None:
+        raise ArchiveRejected(f"member {member.name!r}: sparse file not allowed")
     if member.isreg():
         ex.add_file(parts, member, tar.extractfile(member))
     elif member.isdir():

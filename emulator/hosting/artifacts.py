@@ -35,6 +35,7 @@ import shutil
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -43,6 +44,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from emulator.config import ArchiveLimits, ServerConfig
 from emulator.errors import ModelDataNotFound, ValidationFailed
 from emulator.hosting.archive import (
     CHUNK_BYTES,
@@ -64,12 +66,13 @@ from emulator.hosting.model_data import (
     locate,
     name_problem,
     not_found_message,
+    outside_allowed_message,
+    timeout_message,
     too_large_message,
 )
 from emulator.model.resources import ModelDataSource  # re-exported: one class for model and hosting
 
 __all__ = [
-    "DEFAULT_MAX_EXTRACTED_BYTES",
     "ArtifactStats",
     "ArtifactStore",
     "ModelDataFailure",
@@ -78,7 +81,38 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_EXTRACTED_BYTES = 100 * 1024**3
+#: S3 bodies are read in pieces this size, so the download deadline is checked often even when the
+#: source trickles (a read returns only once it has the whole piece).
+S3_READ_BYTES = 64 * 1024
+
+
+class _Deadline:
+    """ModelDataDownloadTimeoutInSeconds for one materialize call: checked on every chunk read."""
+
+    def __init__(self, uri: str, timeout_s: float | None, shown_s: float | None) -> None:
+        self.uri = uri
+        self.timeout_s = timeout_s
+        self.shown_s = shown_s if shown_s is not None else timeout_s
+        self.started = time.monotonic()
+        self.at = None if timeout_s is None else self.started + timeout_s
+
+    def check(self) -> None:
+        if self.at is not None and time.monotonic() > self.at:
+            elapsed = time.monotonic() - self.started
+            raise ModelDataFailure(
+                timeout_message(self.uri, self.shown_s or 0),
+                f"download and extraction took over {self.timeout_s:g} s "
+                f"(ModelDataDownloadTimeoutInSeconds {self.shown_s:g}); stopped after {elapsed:.1f} s",
+            )
+
+
+_NO_DEADLINE = _Deadline("", None, None)
+
+
+def default_local_dirs() -> tuple[Path, ...]:
+    """Where local model data directories may be, unless `--allow-local-model-dir` says otherwise:
+    the working directory the server starts in and the system temp directory."""
+    return (Path.cwd(), Path(tempfile.gettempdir()))
 
 
 @dataclass(frozen=True)
@@ -99,13 +133,18 @@ class ArtifactStore:
         root: Path,
         s3_client_factory: Callable[[], Any],
         *,
-        max_extracted_bytes: int = DEFAULT_MAX_EXTRACTED_BYTES,
+        limits: ArchiveLimits | None = None,
+        local_dirs: tuple[Path, ...] | None = None,
     ) -> None:
+        """`local_dirs`: the directories a local model data directory must lie in (None: any)."""
         self.root = root
         self.models_dir = root / "models"
         self.tmp_dir = root / "tmp"
         self.index_file = root / "index.json"
-        self.max_extracted_bytes = max_extracted_bytes
+        self.limits = limits or ArchiveLimits()
+        self.max_extracted_bytes = self.limits.max_extracted_bytes
+        self.local_dirs = None if local_dirs is None else tuple(Path(os.path.realpath(d)) for d in local_dirs)
+        self._deadline = threading.local()
         self._factory = s3_client_factory
         self._client: Any = None
         self._guard = threading.Lock()  # protects the fields below
@@ -114,6 +153,16 @@ class ArtifactStore:
         self.models_dir.mkdir(parents=True, exist_ok=True)
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         self._index: dict[str, str] = self._load_index()
+
+    @classmethod
+    def for_server(cls, config: ServerConfig, s3_client_factory: Callable[[], Any]) -> ArtifactStore:
+        """The server's store: its archive limits and the local directories it may mount."""
+        local_dirs = config.local_model_dirs
+        if local_dirs is None:
+            local_dirs = default_local_dirs()
+        return cls(
+            config.artifacts_dir, s3_client_factory, limits=config.archive_limits, local_dirs=local_dirs
+        )
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -128,6 +177,9 @@ class ArtifactStore:
         if isinstance(where, Path):
             if not where.exists():
                 raise ModelDataNotFound(not_found_message(source.uri))
+            problem = self._local_dir_problem(where)
+            if problem:
+                raise ValidationFailed(problem)
             return
         client = self._s3()
         try:
@@ -144,19 +196,43 @@ class ArtifactStore:
         except BotoCoreError as exc:
             raise ValidationFailed(f"Could not access model data at {source.uri}. ({exc})") from exc
 
-    def materialize(self, source: ModelDataSource) -> Path:
-        """Return a host directory holding the model files (blocking; run it in a worker thread)."""
+    def materialize(
+        self, source: ModelDataSource, timeout_s: float | None = None, shown_timeout_s: float | None = None
+    ) -> Path:
+        """Return a host directory holding the model files (blocking; run it in a worker thread).
+
+        `timeout_s` bounds download plus extraction (ModelDataDownloadTimeoutInSeconds): past it the
+        work stops at the next chunk, nothing is published and the temporary files are removed.
+        `shown_timeout_s` is the API value named in the failure (when a test scales `timeout_s`).
+        """
+        self._deadline.current = _Deadline(source.uri, timeout_s, shown_timeout_s)
         try:
-            where = locate(source)
-        except ValidationFailed as exc:
-            raise ModelDataFailure(exc.message, exc.message) from exc
-        if isinstance(where, Path):
-            return self._local(source, where)
-        if source.compression == "Gzip":
-            return self._s3_archive(source, where)
-        if source.data_type == "S3Prefix":
-            return self._s3_prefix(source, where)
-        return self._s3_object(source, where)
+            try:
+                where = locate(source)
+            except ValidationFailed as exc:
+                raise ModelDataFailure(exc.message, exc.message) from exc
+            if isinstance(where, Path):
+                return self._local(source, where)
+            if source.compression == "Gzip":
+                return self._s3_archive(source, where)
+            if source.data_type == "S3Prefix":
+                return self._s3_prefix(source, where)
+            return self._s3_object(source, where)
+        finally:
+            self._deadline.current = _NO_DEADLINE
+
+    def _check_deadline(self) -> None:
+        deadline: _Deadline = getattr(self._deadline, "current", _NO_DEADLINE)
+        deadline.check()
+
+    def _local_dir_problem(self, path: Path) -> str | None:
+        """Why the local directory `path` may not be model data, or None (files are copied, so free)."""
+        if self.local_dirs is None or not path.is_dir():
+            return None
+        real = Path(os.path.realpath(path))
+        if any(real == root or root in real.parents for root in self.local_dirs):
+            return None
+        return outside_allowed_message(str(path), real, self.local_dirs)
 
     # -- sources ------------------------------------------------------------------------------------
 
@@ -166,6 +242,9 @@ class ArtifactStore:
         except OSError as exc:
             raise ModelDataFailure(download_failed_message(source.uri), f"{path}: {exc.strerror}") from exc
         if stat.S_ISDIR(st.st_mode):
+            problem = self._local_dir_problem(path)
+            if problem:
+                raise ModelDataFailure(download_failed_message(source.uri), problem)
             return path.resolve()  # smlocal extension: a directory is mounted as it is
         if not stat.S_ISREG(st.st_mode):
             raise ModelDataFailure(download_failed_message(source.uri), f"{path}: not a file or directory")
@@ -294,7 +373,8 @@ class ArtifactStore:
             response = self._s3().get_object(Bucket=bucket, Key=key, **extra)
             body = response["Body"]
             with open(dest, "wb") as out:
-                for chunk in body.iter_chunks(CHUNK_BYTES):
+                for chunk in body.iter_chunks(S3_READ_BYTES):
+                    self._check_deadline()
                     sha.update(chunk)
                     written += len(chunk)
                     out.write(chunk)
@@ -315,6 +395,7 @@ class ArtifactStore:
         try:
             with open(path, "rb") as f:
                 while chunk := f.read(CHUNK_BYTES):
+                    self._check_deadline()
                     sha.update(chunk)
         except OSError as exc:
             raise ModelDataFailure(download_failed_message(source.uri), f"{path}: {exc}") from exc
@@ -330,6 +411,7 @@ class ArtifactStore:
         try:
             with open(path, "rb") as src, open(tmp / path.name, "wb") as out:
                 while chunk := src.read(CHUNK_BYTES):
+                    self._check_deadline()
                     sha.update(chunk)
                     out.write(chunk)
         except OSError as exc:
@@ -349,7 +431,7 @@ class ArtifactStore:
     def _extract(self, source: ModelDataSource, archive: Path, digest: str) -> Path:
         def unpack(tmp: Path) -> str:
             try:
-                result = extract_archive(archive, tmp, self.max_extracted_bytes)
+                result = extract_archive(archive, tmp, self.limits, self._check_deadline)
             except ArchiveTooLarge as exc:
                 raise ModelDataFailure(too_large_message(source.uri), exc.detail) from exc
             except ArchiveRejected as exc:
@@ -395,6 +477,7 @@ class ArtifactStore:
         if target.is_dir():
             self._count(reuses=1)
             return target
+        self._check_deadline()  # a model directory finished too late is not published
         try:
             os.chmod(tmp, DIR_MODE)
             for dirpath, _dirs, _files in os.walk(tmp):

@@ -41,6 +41,24 @@ def download_failed_message(uri: str) -> str:
     )
 
 
+def timeout_message(uri: str, timeout_s: float) -> str:
+    """[U] SageMaker's text for a download past ModelDataDownloadTimeoutInSeconds is not published."""
+    return (
+        f'Failed to download model data for container from URL "{uri}" within the '
+        f"ModelDataDownloadTimeoutInSeconds of {timeout_s:g} seconds. Please ensure that the model data "
+        "can be downloaded and extracted in that time, or increase ModelDataDownloadTimeoutInSeconds."
+    )
+
+
+def outside_allowed_message(uri: str, real: Path, allowed: tuple[Path, ...]) -> str:
+    """smlocal's own: a local model data directory outside the directories the server may mount."""
+    roots = ", ".join(str(r) for r in allowed) or "none"
+    return (
+        f"Model data directory {uri} ({real}) is outside the directories smlocal may mount as model "
+        f"data ({roots}). Start smlocal serve with --allow-local-model-dir DIR to allow it."
+    )
+
+
 def not_found_message(uri: str) -> str:
     return f"Could not find model data at {uri}."
 

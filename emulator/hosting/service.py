@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import aiohttp
 from multidict import CIMultiDict
 
-from emulator.config import ServerConfig
+from emulator.config import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ServerConfig
 from emulator.errors import (
     DeploymentFailed,
     EndpointNotFound,
@@ -71,7 +71,9 @@ _BUSY = (
 class ModelDataStore(Protocol):
     def check_exists(self, source: ModelDataSource) -> None: ...
 
-    def materialize(self, source: ModelDataSource) -> Path: ...
+    def materialize(
+        self, source: ModelDataSource, timeout_s: float | None = None, shown_timeout_s: float | None = None
+    ) -> Path: ...
 
 
 @dataclass(frozen=True)
@@ -349,7 +351,13 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         model_dir = self._empty_model_dir()
         if container.model_data is not None:
             try:
-                model_dir = await asyncio.to_thread(self.artifacts.materialize, container.model_data)
+                timeout_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
+                model_dir = await asyncio.to_thread(
+                    self.artifacts.materialize,
+                    container.model_data,
+                    timeout_s * self.config.model_data_timeout_scale,
+                    timeout_s,
+                )
             except ModelDataError as exc:
                 detail = getattr(exc, "detail", None)
                 if detail:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from emulator.config import ArchiveLimits
 from emulator.errors import ModelDataError
 from emulator.hosting.artifacts import ArtifactStore, ModelDataFailure, ModelDataSource
 
@@ -161,7 +162,7 @@ def test_hostile_archive_is_refused_and_leaves_nothing(
 
 
 def test_too_large_archive_uses_the_size_failure_reason(tmp_path: Path, inbox: Path) -> None:
-    store = ArtifactStore(tmp_path / "store", _no_s3, max_extracted_bytes=1000)
+    store = ArtifactStore(tmp_path / "store", _no_s3, limits=ArchiveLimits(max_extracted_bytes=1000))
     archive = _write(inbox / "model.tar.gz", [_file("a", b"1" * 600), _file("b", b"2" * 600)])
     with pytest.raises(ModelDataFailure) as caught:
         store.materialize(ModelDataSource(f"file://{archive}"))

@@ -1,0 +1,136 @@
+"""Hostile model archives are refused with bounded memory, SageMaker's FailureReason, the reason for
+the endpoint log, and nothing left in the artifact cache.
+
+Each bomb is generated on the fly (streamed to tmp_path) and extracted by ArtifactStore.materialize in
+a fresh interpreter, whose peak RSS during the extraction is the figure asserted (and printed: run
+with -s to see them). Before the limits, the PAX bomb took 768 MiB and extracted, the GNU long-name
+bomb 1.5 GiB, and the ratio, trailing-data and entry-count bombs were extracted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator.config import ArchiveLimits
+from emulator.hosting.artifacts import ArtifactStore, ModelDataFailure, ModelDataSource
+from emulator.hosting.model_data import extract_failed_message
+from tests.fixtures import archive_bombs as bombs
+
+#: The stated bound on the server's extra memory while it refuses any archive.
+MEMORY_BOUND_MIB = 64
+
+
+def _refused(result: dict[str, Any], archive: Path, reason: str) -> None:
+    print(
+        f"\n{archive.name}: rss +{result['rss_delta_mib']} MiB, tracemalloc peak "
+        f"{result['tracemalloc_peak_mib']} MiB, {result['seconds']} s: {result['detail']}"
+    )
+    assert result["rejected"], result
+    assert result["message"] == extract_failed_message(archive.as_uri())
+    assert reason in result["detail"]
+    assert result["rss_delta_mib"] < MEMORY_BOUND_MIB
+    assert result["leftover"] == []
+
+
+def test_pax_header_bomb_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    archive = bombs.pax_bomb(tmp_path / "pax.tar.gz", 256 * bombs.MIB)
+    result = bombs.run_probe(archive)
+    _refused(result, archive, "PAX extended header of 268435456 bytes, over the limit of 1048576 bytes")
+
+
+def test_gnu_long_name_bomb_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    archive = bombs.gnu_longname_bomb(tmp_path / "gnu.tar.gz", 256 * bombs.MIB)
+    result = bombs.run_probe(archive)
+    _refused(result, archive, "GNU long-name record of 268435456 bytes, over the limit of 1048576 bytes")
+
+
+def test_entry_count_bomb_is_refused(tmp_path: Path) -> None:
+    archive = bombs.entry_bomb(tmp_path / "entries.tar.gz", 20_000)
+    result = bombs.run_probe(archive, max_entries=10_000)
+    _refused(result, archive, "more than 10000 members, the limit")
+
+
+def test_gzip_ratio_bomb_is_refused_while_streaming(tmp_path: Path) -> None:
+    archive = bombs.ratio_bomb(tmp_path / "zeros.tar.gz", 256 * bombs.MIB)
+    result = bombs.run_probe(archive)
+    _refused(result, archive, "over the compression ratio limit of 200")
+    decompressed = int(result["detail"].split()[1])
+    assert decompressed < 64 * bombs.MIB  # stopped soon after the 32 MiB grace, not at 256 MiB
+
+
+def test_trailing_garbage_after_the_end_marker_is_bounded(tmp_path: Path) -> None:
+    archive = bombs.trailing_garbage(tmp_path / "trailing.tar.gz", 8 * bombs.MIB)
+    result = bombs.run_probe(archive)
+    _refused(
+        result, archive, "more than 1048576 bytes of data after the end-of-archive marker at offset 1024"
+    )
+
+
+# -- in-process: the smaller rules and the limits' edges ---------------------------------------------
+
+
+def _no_s3() -> Any:
+    raise AssertionError("these tests must not touch S3")
+
+
+def _store(tmp_path: Path, **limits: Any) -> ArtifactStore:
+    return ArtifactStore(tmp_path / "store", _no_s3, limits=ArchiveLimits(**limits))
+
+
+def _reason(store: ArtifactStore, archive: Path) -> str:
+    with pytest.raises(ModelDataFailure) as caught:
+        store.materialize(ModelDataSource(uri=str(archive)))
+    assert caught.value.message == extract_failed_message(str(archive))
+    assert list(store.tmp_dir.iterdir()) == [] and list(store.models_dir.iterdir()) == []
+    return caught.value.detail
+
+
+def test_a_header_at_the_limit_passes_and_one_byte_more_is_refused(tmp_path: Path) -> None:
+    ok = bombs.pax_bomb(tmp_path / "ok.tar.gz", 4096)
+    model = _store(tmp_path, max_header_bytes=4096).materialize(ModelDataSource(uri=str(ok)))
+    assert (model / "model.bin").read_bytes() == b"weights"
+    over = bombs.pax_bomb(tmp_path / "over.tar.gz", 4097)
+    detail = _reason(_store(tmp_path / "2", max_header_bytes=4096), over)
+    assert "PAX extended header of 4097 bytes, over the limit of 4096 bytes" in detail
+
+
+def test_entries_at_the_limit_pass(tmp_path: Path) -> None:
+    archive = bombs.entry_bomb(tmp_path / "e.tar.gz", 50)
+    model = _store(tmp_path, max_entries=50).materialize(ModelDataSource(uri=str(archive)))
+    assert len(list(model.iterdir())) == 50
+    detail = _reason(_store(tmp_path / "2", max_entries=49), archive)
+    assert "more than 49 members" in detail
+
+
+def test_a_long_chain_of_extension_headers_is_refused(tmp_path: Path) -> None:
+    four = bombs.extension_chain(tmp_path / "four.tar.gz", 4)
+    assert (_store(tmp_path).materialize(ModelDataSource(uri=str(four))) / "model.bin").exists()
+    detail = _reason(_store(tmp_path / "2"), bombs.extension_chain(tmp_path / "five.tar.gz", 5))
+    assert "more than 4 extension records before one member" in detail
+
+
+def test_sparse_members_are_refused(tmp_path: Path) -> None:
+    assert "GNU sparse member not allowed" in _reason(_store(tmp_path), bombs.gnu_sparse(tmp_path / "s.tgz"))
+    detail = _reason(_store(tmp_path / "2"), bombs.pax_sparse(tmp_path / "p.tgz"))
+    assert "PAX (GNU) sparse member not allowed" in detail
+
+
+def test_trailing_data_within_the_bound_is_read_and_accepted(tmp_path: Path) -> None:
+    archive = bombs.trailing_garbage(tmp_path / "t.tar.gz", 4096)
+    model = _store(tmp_path, max_trailing_bytes=8192).materialize(ModelDataSource(uri=str(archive)))
+    assert (model / "model.bin").read_bytes() == b"weights"
+    detail = _reason(_store(tmp_path / "2", max_trailing_bytes=4096), archive)
+    assert "more than 4096 bytes of data after the end-of-archive marker" in detail
+
+
+def test_the_ratio_is_not_checked_within_the_grace(tmp_path: Path) -> None:
+    archive = bombs.ratio_bomb(tmp_path / "z.tar.gz", 4 * bombs.MIB)
+    store = _store(tmp_path, ratio_grace_bytes=8 * bombs.MIB)
+    assert (
+        store.materialize(ModelDataSource(uri=str(archive))) / "zeros.bin"
+    ).stat().st_size == 4 * bombs.MIB
+    detail = _reason(_store(tmp_path / "2", ratio_grace_bytes=bombs.MIB), archive)
+    assert "over the compression ratio limit of 200" in detail
