@@ -14,8 +14,9 @@ the same on the host, and the archive is untrusted input, so extraction here is 
   0755, files 0644 (0755 if any execute bit was set); set-id and sticky bits are dropped;
 * bounded whatever the archive (`ArchiveLimits`, emulator/config.py): each PAX extended header and
   GNU long-name/long-link record is refused above `max_header_bytes` *before* tarfile reads it (tarfile
-  reads such records whole into memory), at most `MAX_EXTENSION_CHAIN` of them may precede a member and
-  global PAX headers share one `max_header_bytes` budget; GNU sparse members (old and PAX forms, whose
+  reads such records whole into memory); the records before one member share that budget, all global
+  PAX headers of the archive share `MAX_GLOBAL_HEADER_BYTES` (64 KiB), and at most
+  `MAX_EXTENSION_CHAIN` records may precede a member; GNU sparse members (old and PAX forms, whose
   maps tarfile also reads whole) are refused; the number of members is capped (`max_entries`); the
   total size of the files is capped (`max_extracted_bytes`); the ratio of decompressed to compressed
   bytes is checked as the stream is read (`max_ratio`, past `ratio_grace_bytes`); after the
@@ -53,6 +54,9 @@ EXEC_FILE_MODE = 0o755
 #: Extension records (PAX x/g, GNU L/K) that may precede one member: GNU tar writes at most L + K,
 #: pax-format writers one x; tarfile processes a chain by recursion, one frame per record.
 MAX_EXTENSION_CHAIN = 4
+#: Global PAX headers (git archive writes one `comment` record) are copied into every later member's
+#: headers by tarfile, so their budget is small: a big one would cost a dict copy per member.
+MAX_GLOBAL_HEADER_BYTES = 64 * 1024
 _EXTENSION_TYPES = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
 _LONG_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
 
@@ -266,6 +270,7 @@ class _Guard:
         self.check = check
         self.entries = 0
         self.chain = 0
+        self.chain_bytes = 0
         self.global_bytes = 0
 
     def header(self, info: tarfile.TarInfo) -> None:
@@ -279,21 +284,28 @@ class _Guard:
                     f"{at}: {kind} of {info.size} bytes, over the limit of {limits.max_header_bytes} bytes"
                 )
             self.chain += 1
+            self.chain_bytes += info.size
+            if self.chain_bytes > limits.max_header_bytes:
+                raise ArchiveRejected(
+                    f"{at}: extension records before one member add up to {self.chain_bytes} bytes, "
+                    f"over the limit of {limits.max_header_bytes} bytes"
+                )
             if self.chain > MAX_EXTENSION_CHAIN:
                 raise ArchiveRejected(
                     f"{at}: more than {MAX_EXTENSION_CHAIN} extension records before one member"
                 )
             if info.type == tarfile.XGLTYPE:
                 self.global_bytes += info.size
-                if self.global_bytes > limits.max_header_bytes:
+                budget = min(limits.max_header_bytes, MAX_GLOBAL_HEADER_BYTES)
+                if self.global_bytes > budget:
                     raise ArchiveRejected(
                         f"{at}: PAX global headers add up to {self.global_bytes} bytes, over the limit "
-                        f"of {limits.max_header_bytes} bytes"
+                        f"of {budget} bytes"
                     )
             return
         if info.type == tarfile.GNUTYPE_SPARSE:
             raise ArchiveRejected(f"{at}: GNU sparse member not allowed")
-        self.chain = 0
+        self.chain = self.chain_bytes = 0
         self.entries += 1
         if self.entries > limits.max_entries:
             raise ArchiveRejected(f"{at}: more than {limits.max_entries} members, the limit")

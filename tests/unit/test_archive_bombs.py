@@ -9,6 +9,7 @@ bomb 1.5 GiB, and the ratio, trailing-data and entry-count bombs were extracted.
 
 from __future__ import annotations
 
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,23 @@ def test_a_long_chain_of_extension_headers_is_refused(tmp_path: Path) -> None:
     assert (_store(tmp_path).materialize(ModelDataSource(uri=str(four))) / "model.bin").exists()
     detail = _reason(_store(tmp_path / "2"), bombs.extension_chain(tmp_path / "five.tar.gz", 5))
     assert "more than 4 extension records before one member" in detail
+
+
+def test_extension_records_before_one_member_share_the_header_budget(tmp_path: Path) -> None:
+    three = bombs.extension_chain(tmp_path / "three.tar.gz", 3, record_bytes=1000)
+    assert (
+        _store(tmp_path, max_header_bytes=3000).materialize(ModelDataSource(uri=str(three))) / "model.bin"
+    ).exists()
+    detail = _reason(_store(tmp_path / "2", max_header_bytes=2999), three)
+    assert "extension records before one member add up to 3000 bytes, over the limit of 2999 bytes" in detail
+
+
+def test_global_pax_headers_have_a_small_budget(tmp_path: Path) -> None:
+    ok = bombs.extension_chain(tmp_path / "ok.tar.gz", 1, record_bytes=64 * 1024, kind=tarfile.XGLTYPE)
+    assert (_store(tmp_path).materialize(ModelDataSource(uri=str(ok))) / "model.bin").exists()
+    two = bombs.extension_chain(tmp_path / "two.tar.gz", 2, record_bytes=40 * 1024, kind=tarfile.XGLTYPE)
+    detail = _reason(_store(tmp_path / "2"), two)
+    assert "PAX global headers add up to 81920 bytes, over the limit of 65536 bytes" in detail
 
 
 def test_sparse_members_are_refused(tmp_path: Path) -> None:
