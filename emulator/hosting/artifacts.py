@@ -35,7 +35,6 @@ import shutil
 import stat
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -55,9 +54,12 @@ from emulator.hosting.archive import (
     extract_archive,
 )
 from emulator.hosting.model_data import (
+    NO_DEADLINE,
     NOT_FOUND_CODES,
+    Deadline,
     ModelDataFailure,
     S3Location,
+    default_local_dirs,
     digest_of,
     download_failed_message,
     error_code,
@@ -67,7 +69,6 @@ from emulator.hosting.model_data import (
     name_problem,
     not_found_message,
     outside_allowed_message,
-    timeout_message,
     too_large_message,
 )
 from emulator.model.resources import ModelDataSource  # re-exported: one class for model and hosting
@@ -84,35 +85,6 @@ log = logging.getLogger(__name__)
 #: S3 bodies are read in pieces this size, so the download deadline is checked often even when the
 #: source trickles (a read returns only once it has the whole piece).
 S3_READ_BYTES = 64 * 1024
-
-
-class _Deadline:
-    """ModelDataDownloadTimeoutInSeconds for one materialize call: checked on every chunk read."""
-
-    def __init__(self, uri: str, timeout_s: float | None, shown_s: float | None) -> None:
-        self.uri = uri
-        self.timeout_s = timeout_s
-        self.shown_s = shown_s if shown_s is not None else timeout_s
-        self.started = time.monotonic()
-        self.at = None if timeout_s is None else self.started + timeout_s
-
-    def check(self) -> None:
-        if self.at is not None and time.monotonic() > self.at:
-            elapsed = time.monotonic() - self.started
-            raise ModelDataFailure(
-                timeout_message(self.uri, self.shown_s or 0),
-                f"download and extraction took over {self.timeout_s:g} s "
-                f"(ModelDataDownloadTimeoutInSeconds {self.shown_s:g}); stopped after {elapsed:.1f} s",
-            )
-
-
-_NO_DEADLINE = _Deadline("", None, None)
-
-
-def default_local_dirs() -> tuple[Path, ...]:
-    """Where local model data directories may be, unless `--allow-local-model-dir` says otherwise:
-    the working directory the server starts in and the system temp directory."""
-    return (Path.cwd(), Path(tempfile.gettempdir()))
 
 
 @dataclass(frozen=True)
@@ -205,7 +177,7 @@ class ArtifactStore:
         work stops at the next chunk, nothing is published and the temporary files are removed.
         `shown_timeout_s` is the API value named in the failure (when a test scales `timeout_s`).
         """
-        self._deadline.current = _Deadline(source.uri, timeout_s, shown_timeout_s)
+        self._deadline.current = Deadline(source.uri, timeout_s, shown_timeout_s)
         try:
             try:
                 where = locate(source)
@@ -219,10 +191,10 @@ class ArtifactStore:
                 return self._s3_prefix(source, where)
             return self._s3_object(source, where)
         finally:
-            self._deadline.current = _NO_DEADLINE
+            self._deadline.current = NO_DEADLINE
 
     def _check_deadline(self) -> None:
-        deadline: _Deadline = getattr(self._deadline, "current", _NO_DEADLINE)
+        deadline: Deadline = getattr(self._deadline, "current", NO_DEADLINE)
         deadline.check()
 
     def _local_dir_problem(self, path: Path) -> str | None:

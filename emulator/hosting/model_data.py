@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -140,3 +142,32 @@ def invalid_object(uri: str, key_uri: str, reason: str) -> ModelDataFailure:
         "each object must map to a file path under /opt/ml/model.",
         f"{key_uri}: {reason}",
     )
+
+
+class Deadline:
+    """ModelDataDownloadTimeoutInSeconds for one materialize call: checked on every chunk read."""
+
+    def __init__(self, uri: str, timeout_s: float | None, shown_s: float | None) -> None:
+        self.uri = uri
+        self.timeout_s = timeout_s
+        self.shown_s = shown_s if shown_s is not None else timeout_s
+        self.started = time.monotonic()
+        self.at = None if timeout_s is None else self.started + timeout_s
+
+    def check(self) -> None:
+        if self.at is not None and time.monotonic() > self.at:
+            elapsed = time.monotonic() - self.started
+            raise ModelDataFailure(
+                timeout_message(self.uri, self.shown_s or 0),
+                f"download and extraction took over {self.timeout_s:g} s "
+                f"(ModelDataDownloadTimeoutInSeconds {self.shown_s:g}); stopped after {elapsed:.1f} s",
+            )
+
+
+NO_DEADLINE = Deadline("", None, None)
+
+
+def default_local_dirs() -> tuple[Path, ...]:
+    """Where local model data directories may be, unless `--allow-local-model-dir` says otherwise:
+    the working directory the server starts in and the system temp directory."""
+    return (Path.cwd(), Path(tempfile.gettempdir()))

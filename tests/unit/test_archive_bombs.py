@@ -152,3 +152,35 @@ def test_the_ratio_is_not_checked_within_the_grace(tmp_path: Path) -> None:
     ).stat().st_size == 4 * bombs.MIB
     detail = _reason(_store(tmp_path / "2", ratio_grace_bytes=bombs.MIB), archive)
     assert "over the compression ratio limit of 200" in detail
+
+
+def test_a_past_deadline_stops_the_work_and_leaves_nothing(tmp_path: Path) -> None:
+    from emulator.hosting.model_data import timeout_message
+
+    archive = bombs.ratio_bomb(tmp_path / "z.tar.gz", 4 * bombs.MIB)
+    store = _store(tmp_path)
+    with pytest.raises(ModelDataFailure) as caught:
+        store.materialize(ModelDataSource(uri=str(archive)), timeout_s=0.0, shown_timeout_s=60)
+    assert caught.value.message == timeout_message(str(archive), 60)
+    assert "(ModelDataDownloadTimeoutInSeconds 60)" in caught.value.detail
+    assert list(store.tmp_dir.iterdir()) == [] and list(store.models_dir.iterdir()) == []
+
+
+def test_the_deadline_is_checked_on_every_read_of_the_extraction(tmp_path: Path) -> None:
+    from emulator.hosting.archive import extract_archive
+
+    archive = bombs.ratio_bomb(tmp_path / "z.tar.gz", 8 * bombs.MIB)
+    calls = 0
+
+    class Late(Exception):
+        pass
+
+    def check() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise Late
+
+    (tmp_path / "out").mkdir()
+    with pytest.raises(Late):
+        extract_archive(archive, tmp_path / "out", ArchiveLimits(), check)
