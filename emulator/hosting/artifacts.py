@@ -32,9 +32,11 @@ import json
 import logging
 import os
 import shutil
+import socket
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -85,6 +87,19 @@ log = logging.getLogger(__name__)
 #: S3 bodies are read in pieces this size, so the download deadline is checked often even when the
 #: source trickles (a read returns only once it has the whole piece).
 S3_READ_BYTES = 64 * 1024
+
+
+def _shut_down_stream(body: Any) -> None:
+    """Shut down the socket of a botocore StreamingBody (urllib3 response), if it can be found."""
+    raw = getattr(body, "_raw_stream", None)
+    connection = getattr(raw, "connection", None) or getattr(raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 @dataclass(frozen=True)
@@ -341,9 +356,11 @@ class ArtifactStore:
         sha = hashlib.sha256()
         written = 0
         extra = {"IfMatch": if_match} if if_match else {}
+        watchdog: threading.Timer | None = None
         try:
             response = self._s3().get_object(Bucket=bucket, Key=key, **extra)
             body = response["Body"]
+            watchdog = self._watchdog(body)
             with open(dest, "wb") as out:
                 for chunk in body.iter_chunks(S3_READ_BYTES):
                     self._check_deadline()
@@ -352,8 +369,18 @@ class ArtifactStore:
                     out.write(chunk)
             body.close()
         except (ClientError, BotoCoreError, OSError) as exc:
+            self._check_deadline()  # a read cut off by the watchdog is the timeout
             raise ModelDataFailure(download_failed_message(source.uri), f"{key_uri}: {exc}") from exc
+        except ModelDataFailure:
+            raise
+        except Exception:
+            self._check_deadline()  # urllib3 may raise its own errors on a socket shut down under it
+            raise
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
         expected = int(response.get("ContentLength", written))
+        self._check_deadline()
         if written != expected:
             raise ModelDataFailure(
                 download_failed_message(source.uri), f"{key_uri}: got {written} of {expected} bytes"
@@ -361,6 +388,17 @@ class ArtifactStore:
         os.chmod(dest, FILE_MODE)
         self._count(downloads=1)
         return sha.hexdigest(), str(response.get("ETag", if_match or "")), written
+
+    def _watchdog(self, body: Any) -> threading.Timer | None:
+        """At the deadline, shut down the socket under an S3 body, so a read that waits on a stalled
+        source returns at once (the chunk loop only runs between reads)."""
+        deadline: Deadline = getattr(self._deadline, "current", NO_DEADLINE)
+        if deadline.at is None:
+            return None
+        timer = threading.Timer(max(0.0, deadline.at - time.monotonic()), _shut_down_stream, (body,))
+        timer.daemon = True
+        timer.start()
+        return timer
 
     def _hash_file(self, source: ModelDataSource, path: Path) -> str:
         sha = hashlib.sha256()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,4 +139,29 @@ def test_model_data_download_timeout_is_enforced(hostile: tuple[Smlocal, str], s
         env.cleanup("SlowShort")
         env.cleanup("SlowLong")
         s3.delete_object(Bucket=bucket, Key="slow/model.tar.gz")
+        s3.delete_bucket(Bucket=bucket)
+
+
+def test_a_stalled_download_fails_at_the_deadline_not_at_the_read_timeout(
+    hostile: tuple[Smlocal, str],
+) -> None:
+    env, proxy = hostile
+    s3 = make_s3_client(proxy)
+    bucket = "smlocal-test-stall-b"
+    s3.create_bucket(Bucket=bucket)
+    uri = _slow_object(s3, bucket, "stall/model.tar.gz")
+    before = _cache(env)
+    try:
+        started = time.monotonic()
+        described = env.deploy(
+            "Stalled", model_data=uri, variants=_variant("Stalled", ModelDataDownloadTimeoutInSeconds=60)
+        )
+        took = time.monotonic() - started
+        assert described["EndpointStatus"] == "Failed"
+        assert described["FailureReason"] == timeout_message(uri, 60)
+        assert took < 20, took  # 0.6 s deadline; botocore's read timeout would be 60 s
+        assert _cache(env) == before
+    finally:
+        env.cleanup("Stalled")
+        s3.delete_object(Bucket=bucket, Key="stall/model.tar.gz")
         s3.delete_bucket(Bucket=bucket)
