@@ -289,10 +289,17 @@ class ArtifactStore:
         client = self._s3()
         objects: list[tuple[str, str, str, int]] = []  # (relative name, key, ETag, size)
         paginator = client.get_paginator("list_objects_v2")
-        pages = self._s3_call(source, lambda: list(paginator.paginate(Bucket=where.bucket, Prefix=where.key)))
-        for page in pages:
+        pages = iter(paginator.paginate(Bucket=where.bucket, Prefix=where.key))
+        while (page := self._s3_call(source, lambda: next(pages, None))) is not None:
+            self._check_deadline()
             for obj in page.get("Contents", []):
                 objects.append((obj["Key"][len(where.key) :], obj["Key"], obj["ETag"], int(obj["Size"])))
+            if len(objects) > self.limits.max_entries:
+                raise ModelDataFailure(
+                    f'Invalid model data at URL "{source.uri}": there are more than '
+                    f"{self.limits.max_entries} objects under the prefix.",
+                    f"more than {self.limits.max_entries} objects under {source.uri}, the limit",
+                )
         if not objects:
             raise ModelDataFailure(download_failed_message(source.uri), f"no objects under {source.uri}")
         files: set[str] = set()

@@ -16,6 +16,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from emulator.config import ArchiveLimits
 from emulator.errors import ModelDataError, ModelDataNotFound, ValidationFailed
 from emulator.hosting.artifacts import ArtifactStore, ModelDataFailure, ModelDataSource
 
@@ -309,3 +310,44 @@ def test_local_single_file_uncompressed(store: ArtifactStore, tmp_path: Path) ->
     assert _files(model) == {"model.onnx": b"onnx"}
     assert store.materialize(ModelDataSource(str(weights), compression="None")) == model
     assert store.stats.extractions == 1
+
+
+def test_s3_limits_entries_and_size(
+    s3_client: Any, s3_bucket: str, s3_client_factory: Callable[[], Any], tmp_path: Path
+) -> None:
+    for i in range(4):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"many/f{i}", Body=b"x" * 100)
+    source = ModelDataSource(f"s3://{s3_bucket}/many/", compression="None", data_type="S3Prefix")
+    few = ArtifactStore(tmp_path / "few", s3_client_factory, limits=ArchiveLimits(max_entries=3))
+    with pytest.raises(ModelDataFailure) as caught:
+        few.materialize(source)
+    assert caught.value.message == (
+        f'Invalid model data at URL "s3://{s3_bucket}/many/": there are more than 3 objects under the prefix.'
+    )
+    small = ArtifactStore(
+        tmp_path / "small", s3_client_factory, limits=ArchiveLimits(max_extracted_bytes=399)
+    )
+    with pytest.raises(ModelDataFailure) as caught:
+        small.materialize(source)
+    assert caught.value.detail == "400 bytes, over the cap of 399 bytes"
+    for store in (few, small):
+        _assert_no_leftovers(store)
+    assert (ArtifactStore(tmp_path / "ok", s3_client_factory).materialize(source) / "f3").exists()
+
+
+def test_s3_archive_bomb_is_refused_and_leaves_nothing(
+    store: ArtifactStore, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    from tests.fixtures.archive_bombs import MIB, gnu_longname_bomb
+
+    bomb = gnu_longname_bomb(tmp_path / "bomb.tar.gz", 64 * MIB)
+    s3_client.upload_file(str(bomb), s3_bucket, "bomb/model.tar.gz")
+    uri = f"s3://{s3_bucket}/bomb/model.tar.gz"
+    with pytest.raises(ModelDataFailure) as caught:
+        store.materialize(ModelDataSource(uri))
+    assert caught.value.message == (
+        f'Failed to extract model data archive from URL "{uri}". '
+        "Please ensure that the object located at the URL is a valid tar.gz archive."
+    )
+    assert "GNU long-name record of 67108864 bytes, over the limit of 1048576 bytes" in caught.value.detail
+    _assert_no_leftovers(store)
