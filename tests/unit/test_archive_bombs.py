@@ -184,3 +184,28 @@ def test_the_deadline_is_checked_on_every_read_of_the_extraction(tmp_path: Path)
     (tmp_path / "out").mkdir()
     with pytest.raises(Late):
         extract_archive(archive, tmp_path / "out", ArchiveLimits(), check)
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT])
+def test_ordinary_long_names_links_and_a_global_header_pass(tmp_path: Path, fmt: int) -> None:
+    import gzip
+    import io
+
+    long_dir, long_file = "d" * 120, "f" * 150
+    buf = io.BytesIO()
+    globals_ = {"comment": "0123456789abcdef0123456789abcdef01234567"} if fmt == tarfile.PAX_FORMAT else None
+    with tarfile.open(fileobj=buf, mode="w", format=fmt, pax_headers=globals_) as tar:
+        info = tarfile.TarInfo(long_dir)
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+        info = tarfile.TarInfo(f"{long_dir}/{long_file}")
+        info.size = 7
+        tar.addfile(info, io.BytesIO(b"weights"))
+        info = tarfile.TarInfo("link")
+        info.type = tarfile.SYMTYPE
+        info.linkname = f"{long_dir}/{long_file}"
+        tar.addfile(info)
+    archive = tmp_path / "ok.tar.gz"
+    archive.write_bytes(gzip.compress(buf.getvalue()))
+    model = _store(tmp_path).materialize(ModelDataSource(uri=str(archive)))
+    assert (model / "link").read_bytes() == b"weights"
