@@ -64,7 +64,10 @@ def main() -> None:
                 labels={"smlocal.managed": "true", "smlocal.owner": owner, "smlocal.role": "bench"},
                 network_isolation=isolated,
             )
+            started = time.perf_counter()
             handles.append((isolated, runtime.start(spec)))
+            kind = "isolated" if isolated else "direct  "
+            print(f"{kind} start (engine calls, until running) {time.perf_counter() - started:.2f} s")
         for isolated, handle in handles:
             _wait_ready(handle)
             _timed(handle, 50, True)  # warm up
@@ -76,9 +79,12 @@ def main() -> None:
                     f" n={len(ms)} median={statistics.median(ms):.3f} ms p99={p99:.3f} ms"
                 )
     finally:
-        for _, handle in handles:
+        for isolated, handle in handles:
+            started = time.perf_counter()
             runtime.stop(handle.id, 2)
             runtime.remove(handle.id)
+            kind = "isolated" if isolated else "direct  "
+            print(f"{kind} stop + remove {time.perf_counter() - started:.2f} s")
 
 
 if __name__ == "__main__":
