@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,6 +198,40 @@ def test_isolated_containers_are_adopted_after_a_restart_and_their_leftovers_rem
         assert client.networks.list(filters=left) == []
     finally:
         restarted.server.stop()  # a graceful stop removes every part
+    assert _owned(client, tmp_path) == ([], [])
+
+
+def test_smlocal_down_removes_every_part_of_an_isolated_container(
+    tmp_path: Path, netprobe_image: str, aws_credentials: None
+) -> None:
+    left = start_smlocal(tmp_path, netprobe_image, limits=PROBE_LIMITS, stop_containers=False)
+    try:
+        assert _deploy(left, "Left", isolated=True)["EndpointStatus"] == "InService"
+    finally:
+        left.server.stop()  # like a killed server: the containers stay
+    client = docker.from_env()
+    containers, networks = _owned(client, tmp_path)
+    assert len(containers) == 2 and len(networks) == 1  # model container, forwarder; their network
+    with socket.socket() as s:  # no server answers there: `down` only cleans up the engine
+        s.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{s.getsockname()[1]}"
+    down = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "emulator.cli",
+            "down",
+            "--state-dir",
+            str(tmp_path),
+            "--endpoint-url",
+            nobody,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+    assert down.returncode == 0, down.stderr
     assert _owned(client, tmp_path) == ([], [])
 
 
