@@ -54,6 +54,8 @@ class VariantPlan:
             "port": container_port,
             "instance_type": self.variant.instance_type,
         }
+        if self.model.enable_network_isolation:  # only then: other containers keep their digests
+            material["network_isolation"] = True
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -101,6 +103,7 @@ class Deployer:
             model_dir=plan.model_dir,
             container_port=port,
             gpus=self._wants_gpu(plan.variant),
+            network_isolation=plan.model.enable_network_isolation,
         )
 
     def _attach(self, plan: VariantPlan, instance_id: str, handle: ContainerHandle) -> Instance:
@@ -146,9 +149,10 @@ class Deployer:
         )
 
     def matching(self, plan: VariantPlan, candidates: Sequence[ContainerHandle]) -> list[ContainerHandle]:
-        """The candidates started from exactly this plan (image, environment, model data, port)."""
+        """The candidates started from exactly this plan (image, environment, model data, port) that
+        can be reached (an isolated one whose forwarder is gone has no port: it is replaced)."""
         digest = plan.spec_digest(self._config.limits.container_port)
-        return [h for h in candidates if h.labels.get(labels.SPEC_DIGEST) == digest]
+        return [h for h in candidates if h.labels.get(labels.SPEC_DIGEST) == digest and h.host_port]
 
     async def start_healthy(self, plan: VariantPlan, count: int) -> list[Instance]:
         """Start `count` more instances of a running variant and wait until each is healthy;

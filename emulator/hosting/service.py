@@ -432,6 +432,8 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         self.deployer.platform_log(name, "endpoint deleted")
 
     async def _reconcile(self) -> None:
+        # Isolation networks a crash left without containers (before any deployment starts here).
+        await asyncio.to_thread(self.runtime.remove_leftovers, {labels.OWNER: self.deployer.owner})
         owned = await asyncio.to_thread(self.deployer.owned_containers)
         states = await asyncio.gather(*(asyncio.to_thread(self.runtime.state, h.id) for h in owned))
         running = [h for h, st in zip(owned, states, strict=True) if st.running]

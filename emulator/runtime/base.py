@@ -31,6 +31,9 @@ class ContainerSpec:
     host_ip: str = "127.0.0.1"
     gpus: bool = False
     hostname: str | None = None
+    #: EnableNetworkIsolation: no route out and no DNS; reached only through a forwarder whose port
+    #: is published on host_ip (the handle's host_port is the forwarder's).
+    network_isolation: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,3 +133,7 @@ class ContainerRuntime(Protocol):
 
     def wait_exit(self, container_id: str, timeout_s: float) -> int | None:
         """The exit code once the container exits, or None if it still runs after timeout_s."""
+
+    def remove_leftovers(self, labels: Mapping[str, str]) -> int:
+        """Remove what network isolation left behind with these labels and no container (networks);
+        returns how many. Containers are found by list() and removed by remove() as usual."""

@@ -26,6 +26,8 @@ from emulator.runtime.base import (
     ImageConfig,
     ResolvedImage,
 )
+from emulator.runtime.docker_isolation import DockerIsolation
+from emulator.runtime.labels import CONTAINER_PORT, ISOLATION_GROUP, ROLE, ROLE_FORWARDER
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,9 @@ class DockerRuntime:
         self._has_gpu_runtime: bool | None = None
         #: container id -> (container CPU ns, system CPU ns) of its previous stats sample.
         self._cpu_seen: dict[str, tuple[int, int]] = {}
+        self._isolation = DockerIsolation(lambda: self.client)
+        #: container id -> isolation group, for removing a group whose model container is gone.
+        self._groups: dict[str, str] = {}
 
     @property
     def client(self) -> Any:
@@ -113,14 +118,21 @@ class DockerRuntime:
                     spec.name,
                 )
         container = None
+        container_labels = dict(spec.labels)
+        network: str | None = None
         try:
+            if spec.network_isolation:
+                self._isolation.forwarder_image()  # before anything is created
+                container_labels[ISOLATION_GROUP] = spec.name
+                network = self._isolation.create_network(spec)
             container = self.client.containers.create(
                 spec.image,
                 command=list(spec.args),
                 name=spec.name,
                 environment=dict(spec.environment),
-                labels=dict(spec.labels),
-                ports={f"{spec.container_port}/tcp": (spec.host_ip, None)},
+                labels=container_labels,
+                ports={} if network else {f"{spec.container_port}/tcp": (spec.host_ip, None)},
+                network=network,
                 mounts=mounts,
                 device_requests=device_requests,
                 hostname=spec.hostname,
@@ -128,26 +140,38 @@ class DockerRuntime:
             )
             container.start()
             container.reload()
+            if network is not None:
+                address = self._isolation.address_on(container, network)
+                forwarder = self._isolation.start_forwarder(spec, network, address)
+                self._groups[container.id] = spec.name
+                return self._handle(container, spec.container_port, via=forwarder)
         except docker.errors.ImageNotFound as exc:
-            self._discard(container)
+            self._discard(container, spec.name if network else None)
             raise ImageNotFound(f"No local image matches {spec.image}") from exc
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            self._discard(container)  # created but not started: leave nothing behind
+            self._discard(container, spec.name if network else None)  # leave nothing behind
             raise EngineError(f"Docker could not start {spec.image}: {_explain(exc)}") from exc
+        except EngineError:
+            self._discard(container, spec.name if network else None)
+            raise
         return self._handle(container, spec.container_port)
 
-    @staticmethod
-    def _discard(container: Any | None) -> None:
-        if container is None:
-            return
-        try:
-            container.remove(force=True)
-        except docker.errors.DockerException:
-            log.warning("could not remove container %s after a failed start", container.id)
+    def _discard(self, container: Any | None, group: str | None = None) -> None:
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except docker.errors.DockerException:
+                log.warning("could not remove container %s after a failed start", container.id)
+        if group is not None:
+            try:
+                self._isolation.remove_group(group)
+            except EngineError as exc:
+                log.warning("after a failed start: %s", exc.message)
 
     @staticmethod
-    def _handle(container: Any, container_port: int) -> ContainerHandle:
-        ports = container.attrs.get("NetworkSettings", {}).get("Ports") or {}
+    def _handle(container: Any, container_port: int, via: Any | None = None) -> ContainerHandle:
+        """The handle of a container; of an isolated one (via its forwarder), the forwarder's port."""
+        ports = (via or container).attrs.get("NetworkSettings", {}).get("Ports") or {}
         bindings = ports.get(f"{container_port}/tcp") or []
         host_port = next((int(b["HostPort"]) for b in bindings if b.get("HostIp") in ("127.0.0.1", "")), 0)
         return ContainerHandle(
@@ -261,16 +285,20 @@ class DockerRuntime:
         return self.state(container_id)
 
     def remove(self, container_id: str) -> None:
+        """Remove the container; for a part of an isolated container, every part (and its network)."""
         container = self._get(container_id)
-        if container is None:
-            return
-        try:
-            container.remove(force=True, v=True)
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as exc:
-            if exc.status_code != 409:  # removal already in progress
-                raise EngineError(f"Docker could not remove {container.name}: {exc}") from exc
+        group = self._groups.pop(container_id, None)
+        if container is not None:
+            group = container.labels.get(ISOLATION_GROUP) or group
+            try:
+                container.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:  # removal already in progress
+                    raise EngineError(f"Docker could not remove {container.name}: {exc}") from exc
+        if group is not None:
+            self._isolation.remove_group(group)
 
     def list(self, labels: Mapping[str, str]) -> list[ContainerHandle]:
         filters = {"label": [f"{k}={v}" for k, v in labels.items()]}
@@ -278,11 +306,30 @@ class DockerRuntime:
             containers = self.client.containers.list(all=True, filters=filters)
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             raise EngineError(f"Docker engine error: {exc}") from exc
+        forwarders: dict[str, Any] = {}
+        models: set[str] = set()
+        if any(ISOLATION_GROUP in c.labels for c in containers):
+            for member in self._isolation.members():
+                group = member.labels[ISOLATION_GROUP]
+                if member.labels.get(ROLE) == ROLE_FORWARDER:
+                    forwarders[group] = member
+                else:
+                    models.add(group)
         handles = []
         for container in containers:
-            container_port = int(container.labels.get("smlocal.container-port", "8080"))
-            handles.append(self._handle(container, container_port))
+            container_port = int(container.labels.get(CONTAINER_PORT, "8080"))
+            group = container.labels.get(ISOLATION_GROUP)
+            if group is None:
+                handles.append(self._handle(container, container_port))
+            elif container.labels.get(ROLE) != ROLE_FORWARDER:
+                # an isolated model container: reached through its forwarder (port 0 without one)
+                handles.append(self._handle(container, container_port, via=forwarders.get(group, container)))
+            elif group not in models:  # a forwarder whose model container is gone: listed, to be removed
+                handles.append(self._handle(container, container_port))
         return handles
+
+    def remove_leftovers(self, labels: Mapping[str, str]) -> int:
+        return self._isolation.remove_leftovers(labels)
 
     def inspect_image(self, image: str) -> ImageConfig:
         resolved = self.resolve_image(image)

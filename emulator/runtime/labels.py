@@ -21,3 +21,8 @@ def owner_id(state_dir: Path) -> str:
 
 
 CONTAINER_PORT = "smlocal.container-port"
+
+#: EnableNetworkIsolation: the model container, its forwarder and its internal network share this
+#: label (the model container's name), so that each part finds, and removes, the others.
+ISOLATION_GROUP = "smlocal.isolation-group"
+ROLE_FORWARDER = "forwarder"  # the ROLE of an isolated container's forwarder
