@@ -379,3 +379,104 @@ def test_fuzzed_requests_never_get_a_5xx_and_always_an_aws_shaped_answer(tmp_pat
     assert not problems, "\n".join(problems)
     assert health[0] == 200  # the server still serves
     assert sent >= 3000
+
+
+@pytest.mark.parametrize(
+    ("target", "body", "status", "error_type", "words"),
+    [
+        (
+            "SageMaker.ListModels",
+            b'{"CreationTimeAfter": "yesterday"}',
+            400,
+            "com.amazon.coral.service#SerializationException",
+            "Value 'yesterday' at 'creationTimeAfter' failed to satisfy constraint: "
+            "Member must be of type timestamp",
+        ),
+        (
+            "SageMaker.ListEndpoints",
+            b'{"CreationTimeBefore": 1e22}',
+            400,
+            "com.amazon.coral.service#SerializationException",
+            "at 'creationTimeBefore' failed to satisfy constraint: Member must be of type timestamp",
+        ),
+        (
+            "SageMaker.ListModels",
+            b'{"MaxResults": null}',  # null is absent: the default page size
+            200,
+            None,
+            None,
+        ),
+        (
+            "SageMaker.ListModels",
+            b"[" * 3000 + b"]" * 3000,
+            400,
+            "com.amazon.coral.service#SerializationException",
+            "The request body is not valid JSON",
+        ),
+        (
+            "SageMaker.ListModels",
+            b'{"MaxResults": NaN}',
+            400,
+            "com.amazon.coral.service#SerializationException",
+            "NaN is not a JSON value",
+        ),
+        (
+            "SageMaker.ListModels",
+            b'{"MaxResults": 99999999999}',
+            400,
+            "com.amazon.coral.service#SerializationException",
+            "at 'maxResults' failed to satisfy constraint: Member must be of type integer",
+        ),
+        (
+            "SageMaker.CreateEndpoint",
+            b'{"EndpointName": "e", "EndpointConfigName": "c", '
+            b'"DeploymentConfig": {"AutoRollbackConfiguration": {"Alarms": [{}]}}}',
+            400,
+            "com.amazon.coral.validate#ValidationException",
+            "Each alarm of AutoRollbackConfiguration needs an AlarmName.",
+        ),
+    ],
+)
+def test_bad_members_get_the_aws_error(
+    tmp_path: Path, target: str, body: bytes, status: int, error_type: str | None, words: str | None
+) -> None:
+    server = engine_free_server(tmp_path / "state")
+    try:
+        answer = Client(server.url).send(
+            "POST", "/", body, {"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"}
+        )
+    finally:
+        server.stop()
+    got_status, headers, data = answer
+    parsed = json.loads(data)
+    assert got_status == status, parsed
+    assert headers["x-amzn-RequestId"]
+    if error_type is not None:
+        assert parsed["__type"] == error_type
+        assert words is not None and words in parsed["message"], parsed["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [
+        (
+            "/_smlocal/endpoints/ep/logs?tail=abc",
+            "Query parameter tail must be a whole number of lines (0 or more), not 'abc'.",
+        ),
+        ("/_smlocal/endpoints/ep/logs?tail=-3", "not '-3'"),
+        ("/_smlocal/endpoints/ep/logs?follow=maybe", "Query parameter follow must be 1, true, 0 or false"),
+        ("/_smlocal/endpoints/%2E%2E/logs", "'..' is not an endpoint name"),
+        ("/_smlocal/endpoints/bad_name/metrics", "'bad_name' is not an endpoint name"),
+    ],
+)
+def test_admin_routes_answer_400_for_bad_query_values(tmp_path: Path, path: str, words: str) -> None:
+    server = engine_free_server(tmp_path / "state")
+    try:
+        status, headers, data = Client(server.url).send("GET", path, b"", {})
+    finally:
+        server.stop()
+    parsed = json.loads(data)
+    assert status == 400, parsed
+    assert parsed["__type"] == "com.amazon.coral.service#ValidationException"
+    assert words in parsed["message"], parsed["message"]
+    assert headers["x-amzn-RequestId"] and headers["x-amzn-ErrorType"].startswith("ValidationException:")
