@@ -386,6 +386,17 @@ async def handle_cbor(request: web.Request, svc: AlarmService) -> web.Response:
             request_id,
             cbor=True,
         )
+    if request.headers.get("smithy-protocol") != "rpc-v2-cbor":
+        # Smithy requires the header; requiring it also makes every request to this route one a
+        # browser preflights (a web page cannot post CBOR here as a "simple" request).
+        return query_error_response(
+            400,
+            "com.amazon.coral.validate#ValidationException",
+            "ValidationError",
+            "Requests to the rpc-v2-cbor protocol need the header smithy-protocol: rpc-v2-cbor.",
+            request_id,
+            cbor=True,
+        )
     return dispatch(svc, operation, await request.read(), request_id, CBOR)
 
 

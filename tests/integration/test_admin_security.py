@@ -51,7 +51,8 @@ def request(
         conn.endheaders(body)
         resp = conn.getresponse()
         data = resp.read()
-        return resp.status, resp.headers, json.loads(data) if data else {}
+        is_json = "json" in resp.headers.get("Content-Type", "")
+        return resp.status, resp.headers, json.loads(data) if data and is_json else {}
     finally:
         conn.close()
 
@@ -191,3 +192,26 @@ def test_boto3_through_loopback_names_keeps_working_and_the_admin_header_stops_i
 )
 def test_allowed_hosts(host: str, allowed: bool) -> None:
     assert is_allowed_host(host, "myhost.lan") is allowed
+
+
+def test_cloudwatch_cbor_needs_its_protocol_header(server: tuple[int, subprocess.Popen[bytes]]) -> None:
+    """A text/plain POST of a CBOR body would otherwise be a simple cross-site request that sets
+    alarm states (and so scales endpoints)."""
+    port, _ = server
+    status, headers, _ = request(
+        port,
+        "POST",
+        "/service/GraniteServiceVersion20100801/operation/DescribeAlarms",
+        b"\xa0",
+        {"Content-Type": "text/plain", "Origin": "http://evil.example"},
+    )
+    assert status == 400
+    assert headers["x-amzn-query-error"] == "ValidationError;Sender"
+    status, _, _ = request(
+        port,
+        "POST",
+        "/service/GraniteServiceVersion20100801/operation/DescribeAlarms",
+        b"\xa0",
+        {"Content-Type": "application/cbor", "smithy-protocol": "rpc-v2-cbor"},
+    )
+    assert status == 200
