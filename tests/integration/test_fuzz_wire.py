@@ -57,6 +57,103 @@ UNSERVED_SAMPLE = (
 )
 RUNTIME_501 = ("async-invocations", "invocations-response-stream")
 
+FUZZ_IMAGE = "fuzz-image:latest"  # resolves (CreateModel succeeds); no container ever starts
+#: Names drawn from small pools, so that requests meet the resources earlier requests created.
+NAME_POOLS: dict[str, list[str]] = {
+    "ModelName": ["fuzz-a", "fuzz-b"],
+    "EndpointName": ["fuzz-a", "fuzz-b"],
+    "EndpointConfigName": ["fuzz-a", "fuzz-b"],
+    "VariantName": ["AllTraffic", "v2"],
+    "ContainerImage": [FUZZ_IMAGE],
+    "ResourceIdMaxLen1600": ["endpoint/fuzz-a/variant/AllTraffic", "endpoint/fuzz-b/variant/v2"],
+    "AlarmName": ["fuzz-alarm"],
+    "PolicyName": ["fuzz-policy"],
+}
+
+_VARIANT = {
+    "VariantName": "AllTraffic",
+    "ModelName": "fuzz-a",
+    "InitialInstanceCount": 1,
+    "InstanceType": "ml.m5.large",
+}
+_TARGET = {
+    "ServiceNamespace": "sagemaker",
+    "ResourceId": "endpoint/fuzz-a/variant/AllTraffic",
+    "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+}
+_METRIC = {"Namespace": "AWS/SageMaker", "MetricName": "Invocations"}
+#: Valid requests that reach deep into the handlers (resources named from NAME_POOLS); the fuzzer
+#: sends them and mutations of them, besides requests built from the shapes alone.
+BASES: dict[str, dict[str, Any]] = {
+    "CreateModel": {
+        "ModelName": "fuzz-a",
+        "PrimaryContainer": {"Image": FUZZ_IMAGE, "Environment": {"A": "1"}},
+    },
+    "CreateEndpointConfig": {"EndpointConfigName": "fuzz-a", "ProductionVariants": [_VARIANT]},
+    "CreateEndpoint": {"EndpointName": "fuzz-a", "EndpointConfigName": "fuzz-a"},
+    "UpdateEndpoint": {
+        "EndpointName": "fuzz-a",
+        "EndpointConfigName": "fuzz-b",
+        "DeploymentConfig": {
+            "RollingUpdatePolicy": {
+                "MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                "WaitIntervalInSeconds": 0,
+            }
+        },
+    },
+    "UpdateEndpointWeightsAndCapacities": {
+        "EndpointName": "fuzz-a",
+        "DesiredWeightsAndCapacities": [{"VariantName": "AllTraffic", "DesiredInstanceCount": 2}],
+    },
+    "RegisterScalableTarget": {**_TARGET, "MinCapacity": 1, "MaxCapacity": 3},
+    "PutScalingPolicy": {
+        **_TARGET,
+        "PolicyName": "fuzz-policy",
+        "PolicyType": "TargetTrackingScaling",
+        "TargetTrackingScalingPolicyConfiguration": {
+            "TargetValue": 10.0,
+            "PredefinedMetricSpecification": {
+                "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"
+            },
+        },
+    },
+    "DescribeScalingActivities": {"ServiceNamespace": "sagemaker"},
+    "PutMetricAlarm": {
+        **_METRIC,
+        "AlarmName": "fuzz-alarm",
+        "Dimensions": [{"Name": "EndpointName", "Value": "fuzz-a"}],
+        "Statistic": "Sum",
+        "Period": 60,
+        "EvaluationPeriods": 1,
+        "Threshold": 1.0,
+        "ComparisonOperator": "GreaterThanThreshold",
+    },
+    "SetAlarmState": {"AlarmName": "fuzz-alarm", "StateValue": "ALARM", "StateReason": "fuzz"},
+    "GetMetricStatistics": {
+        **_METRIC,
+        "StartTime": 1_700_000_000,
+        "EndTime": 1_700_003_600,
+        "Period": 60,
+        "Statistics": ["Sum", "Average"],
+    },
+    "GetMetricData": {
+        "MetricDataQueries": [
+            {"Id": "q1", "MetricStat": {"Metric": _METRIC, "Period": 60, "Stat": "Sum"}},
+        ],
+        "StartTime": 1_700_000_000,
+        "EndTime": 1_700_003_600,
+    },
+}
+
+SETUP = (
+    ("sagemaker", "CreateModel"),
+    ("sagemaker", "CreateEndpointConfig"),
+    ("sagemaker", "CreateEndpoint"),
+    ("application-autoscaling", "RegisterScalableTarget"),
+    ("application-autoscaling", "PutScalingPolicy"),
+    ("cloudwatch", "PutMetricAlarm"),
+)
+
 GARBAGE: tuple[Any, ...] = (
     None,
     True,
@@ -107,6 +204,9 @@ class Gen:
         if t == "string":
             if meta.get("enum"):
                 return self.rng.choice(meta["enum"])
+            pool = NAME_POOLS.get(shape.name)
+            if pool is not None and self.rng.random() < 0.7:
+                return self.rng.choice(pool)
             lo = int(meta.get("min", 1))
             hi = int(meta.get("max", 40))
             return self.text(max(lo, 1), max(min(hi, 40), max(lo, 1)))
@@ -215,12 +315,28 @@ Request = tuple[str, str, str, bytes, dict[str, str]]  # (label, method, path, b
 def json_requests(rng: random.Random) -> Iterator[Request]:
     gen = Gen(rng)
     served = [(svc, op, prefix) for svc, ops, prefix in JSON_SERVICES for op in ops]
-    for svc, op, prefix in served + list(UNSERVED_SAMPLE):
+    prefixes = {svc: prefix for svc, _, prefix in JSON_SERVICES}
+    json_10 = {"Content-Type": "application/x-amz-json-1.0"}
+    json_11 = {"Content-Type": "application/x-amz-json-1.1"}
+    for svc, op in SETUP:  # the resources the pooled names meet
+        headers = {"X-Amz-Target": f"{prefixes[svc]}.{op}", **(json_10 if svc == "cloudwatch" else json_11)}
+        for name in NAME_POOLS["ModelName"]:
+            body = json.dumps(BASES[op]).replace('"fuzz-a"', f'"{name}"').encode()
+            yield f"{svc}:{op}:setup", "POST", "/", body, headers
+    # Every (operation, index) pair in a shuffled order, so that creations, updates and deletions
+    # of the same few resources interleave.
+    jobs = [(svc, op, prefix, i) for svc, op, prefix in served for i in range(PER_OPERATION)]
+    jobs += [(svc, op, prefix, i) for svc, op, prefix in UNSERVED_SAMPLE for i in range(5)]
+    rng.shuffle(jobs)
+    for svc, op, prefix, i in jobs:
         shape = MODELS[svc].operation_model(op).input_shape
         content_type = "application/x-amz-json-1.0" if svc == "cloudwatch" else "application/x-amz-json-1.1"
-        count = PER_OPERATION if (svc, op, prefix) in served else 5
-        for i in range(count):
-            params = gen.valid(shape) if shape is not None else {}
+        if True:
+            base = BASES.get(op)
+            if base is not None and rng.random() < 0.6:
+                params = json.loads(json.dumps(base))
+            else:
+                params = gen.valid(shape) if shape is not None else {}
             kind = "valid" if i % 5 == 0 else "mutated"
             if kind == "mutated" and shape is not None:
                 params = gen.mutate(shape, params)
@@ -347,7 +463,7 @@ def _is_not_implemented(headers: Any, data: bytes) -> bool:
 @pytest.mark.slow
 def test_fuzzed_requests_never_get_a_5xx_and_always_an_aws_shaped_answer(tmp_path: Path) -> None:
     rng = random.Random(SEED)
-    server = engine_free_server(tmp_path / "state")
+    server = engine_free_server(tmp_path / "state", known_images=frozenset({FUZZ_IMAGE}))
     try:
         client = Client(server.url)
         statuses: Counter[int] = Counter()
