@@ -292,6 +292,9 @@ class Client:
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
         self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
 
+    def close(self) -> None:
+        self.conn.close()
+
     def send(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any, bytes]:
         for attempt in (1, 2):
             try:
@@ -460,7 +463,18 @@ def _is_not_implemented(headers: Any, data: bytes) -> bool:
     return b"NotImplemented" in data or "NotImplemented" in headers.get("x-amzn-ErrorType", "")
 
 
-@pytest.mark.slow
+@pytest.fixture(scope="module")
+def pinned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """One server for the pinned cases below."""
+    server = engine_free_server(tmp_path_factory.mktemp("pinned"))
+    client = Client(server.url)
+    try:
+        yield client
+    finally:
+        client.close()
+        server.stop()
+
+
 def test_fuzzed_requests_never_get_a_5xx_and_always_an_aws_shaped_answer(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     server = engine_free_server(tmp_path / "state", known_images=frozenset({FUZZ_IMAGE}))
@@ -485,6 +499,7 @@ def test_fuzzed_requests_never_get_a_5xx_and_always_an_aws_shaped_answer(tmp_pat
                 assert time.monotonic() - started < TIME_BUDGET_S, f"fuzzing took over {TIME_BUDGET_S} s"
         elapsed = time.monotonic() - started
         health = client.send("GET", "/_smlocal/health", b"", {})
+        client.close()
     finally:
         server.stop()
     served = sum(len(ops) for _, ops, _ in JSON_SERVICES) + 1  # + InvokeEndpoint
@@ -554,15 +569,11 @@ def test_fuzzed_requests_never_get_a_5xx_and_always_an_aws_shaped_answer(tmp_pat
     ],
 )
 def test_bad_members_get_the_aws_error(
-    tmp_path: Path, target: str, body: bytes, status: int, error_type: str | None, words: str | None
+    pinned: Client, target: str, body: bytes, status: int, error_type: str | None, words: str | None
 ) -> None:
-    server = engine_free_server(tmp_path / "state")
-    try:
-        answer = Client(server.url).send(
-            "POST", "/", body, {"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"}
-        )
-    finally:
-        server.stop()
+    answer = pinned.send(
+        "POST", "/", body, {"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"}
+    )
     got_status, headers, data = answer
     parsed = json.loads(data)
     assert got_status == status, parsed
@@ -585,12 +596,8 @@ def test_bad_members_get_the_aws_error(
         ("/_smlocal/endpoints/bad_name/metrics", "'bad_name' is not an endpoint name"),
     ],
 )
-def test_admin_routes_answer_400_for_bad_query_values(tmp_path: Path, path: str, words: str) -> None:
-    server = engine_free_server(tmp_path / "state")
-    try:
-        status, headers, data = Client(server.url).send("GET", path, b"", {})
-    finally:
-        server.stop()
+def test_admin_routes_answer_400_for_bad_query_values(pinned: Client, path: str, words: str) -> None:
+    status, headers, data = pinned.send("GET", path, b"", {})
     parsed = json.loads(data)
     assert status == 400, parsed
     assert parsed["__type"] == "com.amazon.coral.service#ValidationException"
