@@ -603,3 +603,19 @@ def test_admin_routes_answer_400_for_bad_query_values(pinned: Client, path: str,
     assert parsed["__type"] == "com.amazon.coral.service#ValidationException"
     assert words in parsed["message"], parsed["message"]
     assert headers["x-amzn-RequestId"] and headers["x-amzn-ErrorType"].startswith("ValidationException:")
+
+
+def test_a_body_over_the_cap_on_the_control_plane_is_an_aws_shaped_413(pinned: Client) -> None:
+    """aiohttp refuses it itself (client_max_size); the guard middleware shapes the answer."""
+    body = b'{"NameContains": "' + b"x" * 6_291_460 + b'"}'
+    status, headers, data = pinned.send(
+        "POST",
+        "/",
+        body,
+        {"X-Amz-Target": "SageMaker.ListModels", "Content-Type": "application/x-amz-json-1.1"},
+    )
+    parsed = json.loads(data)
+    assert status == 413
+    assert parsed["__type"] == "com.amazon.coral.service#ValidationException"
+    assert "Maximum request body size" in parsed["message"], parsed
+    assert headers["x-amzn-RequestId"]
