@@ -20,7 +20,7 @@ from emulator.hosting.service import HostingService
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerRuntime
 from emulator.runtime.docker import DockerRuntime
-from emulator.wire import admin_api, autoscaling_api, cloudwatch_api, control_api, runtime_api
+from emulator.wire import admin_api, autoscaling_api, cloudwatch_api, control_api, guard, runtime_api
 from emulator.wire.errors import unknown_target
 
 SERVICE = web.AppKey("hosting_service", HostingService)
@@ -96,7 +96,10 @@ def build_app(
 ) -> web.Application:
     # The body cap is enforced by the runtime handler with SageMaker's error; the server's own
     # cap only has to stay above it.
-    app = web.Application(client_max_size=config.limits.max_request_bytes + 1)
+    app = web.Application(
+        client_max_size=config.limits.max_request_bytes + 1, middlewares=guard.middlewares(config.host)
+    )
+    app.on_response_prepare.append(guard.add_request_id)
     app[CONFIG] = config
     metrics = app[METRICS] = Metrics(period_s=config.metrics_period_real_s)
     hooks = runtime_api.MetricHooks(metrics)

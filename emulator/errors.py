@@ -10,7 +10,9 @@
     │   ├── InvalidParameterValue   CloudWatch: a parameter value it refuses (InvalidParameterValue)
     │   ├── InvalidParameterCombination  CloudWatch: parameters that do not go together
     │   ├── InvalidFormat           CloudWatch: StateReasonData that is not JSON
-    │   └── InvalidNextToken        CloudWatch: a NextToken it did not give out
+    │   ├── InvalidNextToken        CloudWatch: a NextToken it did not give out
+    │   └── MalformedRequest        a body or member that cannot be deserialised (wrong JSON type,
+    │                               bad timestamp, not JSON): json-1.1 SerializationException
     ├── ObjectNotFound              Application Auto Scaling: no such scalable target or policy
     ├── ArnNotFound                 Application Auto Scaling: an ARN names no resource (tagging)
     ├── TooManyTags                 Application Auto Scaling: a resource would have over 50 tags
@@ -82,6 +84,12 @@ class InvalidFormat(ValidationFailed):
 
 class InvalidNextToken(ValidationFailed):
     """CloudWatch's InvalidNextToken."""
+
+
+class MalformedRequest(ValidationFailed):
+    """The request cannot be deserialised: not a JSON object, a member of the wrong JSON type, a
+    timestamp that is no timestamp, a number out of its type's range (json-1.1:
+    SerializationException; runtime: ValidationError; CloudWatch: ValidationError)."""
 
 
 class AlarmNotFound(SmlocalError):

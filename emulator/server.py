@@ -34,9 +34,14 @@ def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
-def serve_forever(config: ServerConfig, keep_containers: bool = False, event_loop: str = "auto") -> None:
+def serve_forever(
+    config: ServerConfig,
+    keep_containers: bool = False,
+    event_loop: str = "auto",
+    runtime: ContainerRuntime | None = None,
+) -> None:
     """Serve until SIGINT/SIGTERM, then stop every container (unless keep_containers) and exit."""
-    app = build_app(config, stop_containers_on_exit=not keep_containers)
+    app = build_app(config, runtime=runtime, stop_containers_on_exit=not keep_containers)
     loop = new_event_loop(event_loop)
     asyncio.set_event_loop(loop)
 

@@ -1,4 +1,8 @@
-"""smlocal's own routes under /_smlocal/: health, logs, shutdown. Not part of any AWS API."""
+"""smlocal's own routes under /_smlocal/: health, logs, shutdown. Not part of any AWS API.
+
+Errors are AWS-shaped like every other answer (`__type`, `message`, x-amzn-RequestId): a bad query
+value or endpoint name is a 400 ValidationException naming it, an unknown endpoint a 404. The
+state-changing routes (POST) need `X-Smlocal-Admin: 1` (emulator.wire.guard)."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import asyncio
 import os
 import signal
 import threading
+import uuid
 from collections.abc import Iterator
 
 from aiohttp import web
@@ -15,6 +20,53 @@ from emulator.hosting.metrics import Metrics
 from emulator.hosting.service import HostingService
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerHandle
+from emulator.wire.errors import plain_error
+from emulator.wire.java_patterns import matcher
+from emulator.wire.service_models import SAGEMAKER, operation_model
+
+#: SageMaker's EndpointName pattern, from botocore's model.
+_ENDPOINT_NAME = operation_model(SAGEMAKER, "DescribeEndpoint").input_shape.members["EndpointName"]
+_endpoint_name_ok = matcher(str(_ENDPOINT_NAME.metadata["pattern"])) or (lambda name: "/" not in name)
+_ENDPOINT_NAME_MAX = int(_ENDPOINT_NAME.metadata.get("max", 63))
+_FLAGS = {"1": True, "true": True, "0": False, "false": False, "": False}
+
+
+class BadQuery(Exception):
+    """A query value or path part of an admin route that makes no sense; answered 400."""
+
+
+def _bad_request(message: str) -> web.Response:
+    return plain_error(400, "ValidationException", message, str(uuid.uuid4()))
+
+
+def _not_found(message: str) -> web.Response:
+    return plain_error(404, "ResourceNotFoundException", message, str(uuid.uuid4()))
+
+
+def _endpoint_name(request: web.Request) -> str:
+    name = request.match_info["name"]
+    if not 1 <= len(name) <= _ENDPOINT_NAME_MAX or not _endpoint_name_ok(name):
+        raise BadQuery(f"{name!r} is not an endpoint name (letters, digits and hyphens, at most 63).")
+    return name
+
+
+def _tail(request: web.Request) -> int:
+    text = request.query.get("tail", "0")
+    try:
+        tail = int(text)
+    except ValueError:
+        tail = -1
+    if tail < 0:
+        raise BadQuery(f"Query parameter tail must be a whole number of lines (0 or more), not {text!r}.")
+    return tail
+
+
+def _follow(request: web.Request) -> bool:
+    text = request.query.get("follow", "")
+    flag = _FLAGS.get(text.lower())
+    if flag is None:
+        raise BadQuery(f"Query parameter follow must be 1, true, 0 or false, not {text!r}.")
+    return flag
 
 
 async def health(request: web.Request, svc: HostingService) -> web.Response:
@@ -23,15 +75,19 @@ async def health(request: web.Request, svc: HostingService) -> web.Response:
 
 async def endpoint_logs(request: web.Request, svc: HostingService) -> web.StreamResponse:
     """Every stream of an endpoint, each line prefixed by `variant/instance-id` (CloudWatch's stream name)."""
-    name = request.match_info["name"]
+    try:
+        name = _endpoint_name(request)
+        tail = _tail(request)
+        follow = _follow(request)
+    except BadQuery as exc:
+        return _bad_request(str(exc))
     variant = request.query.get("variant")
     instance = request.query.get("instance")
-    tail = int(request.query.get("tail", "0"))
-    if request.query.get("follow", "") in ("1", "true"):
+    if follow:
         return await _follow_logs(request, svc, name, variant, instance)
     streams = await svc.endpoint_logs(name)
     if not streams:
-        return web.json_response({"message": f"No logs for endpoint {name}."}, status=404)
+        return _not_found(f"No logs for endpoint {name}.")
     out: list[str] = []
     for stream, text in streams.items():
         parts = stream.split("/")
@@ -72,7 +128,7 @@ async def _follow_logs(
         selector[labels.INSTANCE] = instance
     handles = await asyncio.to_thread(svc.runtime.list, selector)
     if not handles:
-        return web.json_response({"message": f"No running containers for endpoint {name}."}, status=404)
+        return _not_found(f"No running containers for endpoint {name}.")
     response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
     await response.prepare(request)
     loop = asyncio.get_running_loop()
@@ -159,9 +215,12 @@ async def shutdown(request: web.Request, svc: HostingService) -> web.Response:
 
 async def endpoint_metrics(request: web.Request, svc: HostingService, metrics: Metrics) -> web.Response:
     """The endpoint's metric periods, with CloudWatch's metric names, units and statistics."""
-    name = request.match_info["name"]
+    try:
+        name = _endpoint_name(request)
+    except BadQuery as exc:
+        return _bad_request(str(exc))
     if svc.endpoints.get_exact(name) is None and not metrics.series(name):
-        return web.json_response({"message": f"No metrics for endpoint {name}."}, status=404)
+        return _not_found(f"No metrics for endpoint {name}.")
     return web.json_response(metrics.report(name))
 
 

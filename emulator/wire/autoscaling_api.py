@@ -278,11 +278,21 @@ async def describe_scalable_targets(scaler: AutoScaler, p: Params) -> dict[str, 
     return out
 
 
+def _policy_type(value: str | None) -> sc.PolicyType:
+    try:
+        return sc.PolicyType(value or sc.PolicyType.STEP)
+    except ValueError:  # in the model's enum (validated), but not one smlocal evaluates
+        supported = ", ".join(t.value for t in sc.PolicyType)
+        raise ValidationFailed(
+            f"smlocal does not support PolicyType {value} (only {supported}). See docs/autoscaling.md."
+        ) from None
+
+
 async def put_scaling_policy(scaler: AutoScaler, p: Params) -> dict[str, Any]:
     policy = scaler.registry.put_scaling_policy(
         p["PolicyName"],
         _key(p),
-        sc.PolicyType(p.get("PolicyType") or sc.PolicyType.STEP),
+        _policy_type(p.get("PolicyType")),
         _tracking(p.get("TargetTrackingScalingPolicyConfiguration")),
         _step(p.get("StepScalingPolicyConfiguration")),
     )

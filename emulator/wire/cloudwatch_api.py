@@ -29,6 +29,7 @@ from emulator.errors import (
     InvalidNextToken,
     InvalidParameterCombination,
     InvalidParameterValue,
+    MalformedRequest,
     SmlocalError,
     UnknownOperation,
     ValidationFailed,
@@ -37,7 +38,9 @@ from emulator.hosting.alarms import AlarmService
 from emulator.hosting.metrics import StatisticSet
 from emulator.model import alarms as al
 from emulator.wire.errors import cbor_error, query_error_response, query_json_error, unknown_target
+from emulator.wire.json_rpc import parse_json, without_nulls
 from emulator.wire.service_models import CLOUDWATCH, operation_model, operation_names
+from emulator.wire.timestamps import parse_timestamp
 from emulator.wire.validation import validate_input
 
 SERVICE_ID = "GraniteServiceVersion20100801"  # the model's targetPrefix
@@ -53,11 +56,7 @@ T = TypeVar("T")
 
 def _time(value: Any) -> datetime:
     """A timestamp member: a datetime (CBOR tag 1), epoch seconds or ISO 8601 (JSON)."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC)
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return parse_timestamp(value)
 
 
 def _maybe_time(value: Any) -> datetime | None:
@@ -328,8 +327,8 @@ class Codec:
 def _cbor_decode(body: bytes) -> Any:
     try:
         return cbor2.loads(body) if body else {}
-    except (cbor2.CBORDecodeError, ValueError) as exc:
-        raise ValidationFailed(f"The request body is not valid CBOR: {exc}") from exc
+    except (cbor2.CBORDecodeError, ValueError, TypeError, RecursionError) as exc:
+        raise MalformedRequest(f"The request body is not valid CBOR: {exc}") from exc
 
 
 def _cbor_encode(result: dict[str, Any] | None, request_id: str) -> web.Response:
@@ -341,10 +340,7 @@ def _cbor_encode(result: dict[str, Any] | None, request_id: str) -> web.Response
 
 
 def _json_decode(body: bytes) -> Any:
-    try:
-        return json.loads(body) if body else {}
-    except ValueError as exc:
-        raise ValidationFailed(f"The request body is not valid JSON: {exc}") from exc
+    return parse_json(body)
 
 
 def _epoch(value: Any) -> float:
@@ -371,7 +367,7 @@ def dispatch(svc: AlarmService, operation: str, body: bytes, request_id: str, co
         if not isinstance(params, dict):
             raise ValidationFailed("The request body must be a map of the operation's members.")
         validate_input(operation_model(CLOUDWATCH, operation).input_shape, params)
-        result = handler(svc, params)
+        result = handler(svc, without_nulls(params))
     except (SmlocalError, KeyError, TypeError, ValueError) as exc:
         return codec.error(exc, request_id)
     return codec.encode(result, request_id)
@@ -387,6 +383,17 @@ async def handle_cbor(request: web.Request, svc: AlarmService) -> web.Response:
             "com.amazon.coral.service#UnknownOperationException",
             None,
             f"Unknown operation {SERVICE_ID}.{operation}",
+            request_id,
+            cbor=True,
+        )
+    if request.headers.get("smithy-protocol") != "rpc-v2-cbor":
+        # Smithy requires the header; requiring it also makes every request to this route one a
+        # browser preflights (a web page cannot post CBOR here as a "simple" request).
+        return query_error_response(
+            400,
+            "com.amazon.coral.validate#ValidationException",
+            "ValidationError",
+            "Requests to the rpc-v2-cbor protocol need the header smithy-protocol: rpc-v2-cbor.",
             request_id,
             cbor=True,
         )

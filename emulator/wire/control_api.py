@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from aiohttp import web
@@ -17,17 +17,14 @@ from emulator.model.listing import ListQuery, list_page
 from emulator.wire import json_rpc, serialize
 from emulator.wire.errors import unknown_target
 from emulator.wire.service_models import SAGEMAKER, operation_names
+from emulator.wire.timestamps import parse_timestamp
 
 Params = Mapping[str, Any]
 Handler = Callable[[HostingService, Params], Awaitable[dict[str, Any]]]
 
 
 def _time(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC)
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return None if value is None else parse_timestamp(value)
 
 
 def _query(params: Params) -> ListQuery:

@@ -25,6 +25,7 @@ from emulator.errors import (
     InvalidNextToken,
     InvalidParameterCombination,
     InvalidParameterValue,
+    MalformedRequest,
     ModelFault,
     ObjectNotFound,
     PayloadTooLarge,
@@ -39,15 +40,23 @@ log = logging.getLogger(__name__)
 CORAL_SAGEMAKER = "http://internal.amazon.com/coral/com.amazon.sagemaker/"
 
 
+CORAL_VALIDATE = "com.amazon.coral.validate"
+CORAL_SERVICE = "com.amazon.coral.service"
+
+
 @dataclass(frozen=True)
 class AwsError:
     control_code: str
     runtime_code: str
     status: int
+    #: the namespace of the json-1.1 `__type` (botocore keeps only what follows '#')
+    namespace: str = CORAL_VALIDATE
 
 
 #: First match wins: order from specific to general.
 TABLE: tuple[tuple[type[Exception], AwsError], ...] = (
+    # Coral's deserialiser answers type errors and unparsable bodies before validation runs.
+    (MalformedRequest, AwsError("SerializationException", "ValidationError", 400, CORAL_SERVICE)),
     (ValidationFailed, AwsError("ValidationException", "ValidationError", 400)),
     (ModelFault, AwsError("ValidationException", "ModelError", 424)),
     (ObjectNotFound, AwsError("ObjectNotFoundException", "ObjectNotFoundException", 400)),
@@ -143,7 +152,7 @@ def _message(exc: Exception) -> str:
 
 def control_error(exc: Exception, request_id: str) -> web.Response:
     error = lookup(exc)
-    body = {"__type": f"com.amazon.coral.validate#{error.control_code}", "message": _message(exc)}
+    body = {"__type": f"{error.namespace}#{error.control_code}", "message": _message(exc)}
     return web.Response(
         status=error.status,
         body=json.dumps(body).encode(),
@@ -182,3 +191,19 @@ def runtime_error(exc: Exception, request_id: str) -> web.Response:
     if error.runtime_code:
         headers["x-amzn-ErrorType"] = f"{error.runtime_code}:{CORAL_SAGEMAKER}"
     return web.Response(status=error.status, body=json.dumps(body).encode(), headers=headers)
+
+
+def plain_error(status: int, code: str, message: str, request_id: str) -> web.Response:
+    """An AWS-shaped error for answers given before any protocol is known (the request guards,
+    aiohttp's own HTTP errors, smlocal's admin routes): readable by botocore's json-1.1 parser
+    (`__type`) and rest-json parser (`x-amzn-ErrorType`) alike."""
+    body = {"__type": f"{CORAL_SERVICE}#{code}", "message": message}
+    return web.Response(
+        status=status,
+        body=json.dumps(body).encode(),
+        headers={
+            "Content-Type": "application/x-amz-json-1.1",
+            "x-amzn-RequestId": request_id,
+            "x-amzn-ErrorType": f"{code}:{CORAL_SAGEMAKER}",
+        },
+    )

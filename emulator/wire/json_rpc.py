@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from emulator.errors import SmlocalError, UnknownOperation, ValidationFailed
+from emulator.errors import MalformedRequest, SmlocalError, UnknownOperation
 from emulator.wire.errors import control_error
 from emulator.wire.service_models import operation_model
 from emulator.wire.validation import validate_input
@@ -20,15 +20,36 @@ Params = Mapping[str, Any]
 S = TypeVar("S")
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def parse_json(body: bytes) -> Any:
+    """Strict JSON (no NaN or Infinity, which Python's json would accept); an empty body is `{}`.
+    MalformedRequest (SerializationException) when it is not JSON."""
+    try:
+        return json.loads(body, parse_constant=_no_constant) if body else {}
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise MalformedRequest(f"The request body is not valid JSON: {exc}") from exc
+
+
 def parse_object(body: bytes) -> dict[str, Any]:
     """The request body as a JSON object (an empty body is `{}`)."""
-    try:
-        params = json.loads(body) if body else {}
-    except ValueError as exc:
-        raise ValidationFailed(f"The request body is not valid JSON: {exc}") from exc
+    params = parse_json(body)
     if not isinstance(params, dict):
-        raise ValidationFailed("The request body must be a JSON object.")
+        raise MalformedRequest("The request body must be a JSON object.")
     return params
+
+
+def without_nulls(value: Any) -> Any:
+    """A JSON null member is an absent member (as AWS reads it): drop them all, at every depth, so
+    that handlers' `.get(name, default)` sees the default. Validation ran first: it refused nulls
+    where they are not allowed (required members, list items, map values)."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
 
 
 async def dispatch(
@@ -49,7 +70,7 @@ async def dispatch(
             raise UnknownOperation(service_title, operation)
         params = parse_object(body)
         validate_input(operation_model(service, operation).input_shape, validatable(operation, params))
-        result = await handler(svc, params)
+        result = await handler(svc, without_nulls(params))
     except (SmlocalError, KeyError, TypeError, ValueError) as exc:
         return control_error(exc, request_id)
     return web.Response(

@@ -137,6 +137,12 @@ def create_endpoint_config_input(params: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _alarm_name(alarm: Mapping[str, Any]) -> str:
+    if "AlarmName" not in alarm:  # optional in the model; [U] SageMaker's text
+        raise ValidationFailed("Each alarm of AutoRollbackConfiguration needs an AlarmName.")
+    return str(alarm["AlarmName"])
+
+
 def _capacity_size(p: Mapping[str, Any] | None) -> dp.CapacitySize | None:
     return None if p is None else dp.CapacitySize(p["Type"], int(p["Value"]))
 
@@ -166,7 +172,7 @@ def deployment_config_input(p: Mapping[str, Any] | None) -> dp.DeploymentConfig 
             ru.get("MaximumExecutionTimeoutInSeconds"),
             _capacity_size(ru.get("RollbackMaximumBatchSize")),
         )
-    alarms = tuple(a["AlarmName"] for a in (p.get("AutoRollbackConfiguration") or {}).get("Alarms", []))
+    alarms = tuple(_alarm_name(a) for a in (p.get("AutoRollbackConfiguration") or {}).get("Alarms", []))
     return dp.DeploymentConfig(blue_green, rolling, alarms)
 
 

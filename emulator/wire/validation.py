@@ -38,13 +38,18 @@ Conventions (where AWS's exact behaviour is unknown, these are our choices):
   as ``true``/``false``, lists as ``[a, b]``, maps/structures as ``{k=v, ...}`` (Java's style),
   bytes as Java's ByteBuffer does.
 * Wrong JSON types (a string where an integer is modelled, a list where a structure is...) are
-  reported in the same list as ``Member must be of type {integer|string|list|...}``. AWS answers
-  those with a SerializationException instead; a ValidationFailed naming the member is our choice.
+  deserialisation errors, as in AWS's Coral layer: when any is found, only those are reported,
+  each as ``Member must be of type {integer|string|list|...}``, in a ``MalformedRequest``
+  (json-1.1: SerializationException, 400; runtime and CloudWatch: ValidationError). Coral's own
+  text for them is its deserialiser's (``STRING_VALUE can not be converted to an Integer``);
+  naming the member is our choice. So are numbers outside their type's range (integer: 32 bits,
+  long: 64 bits, no NaN or infinity) and timestamps that are no timestamp (epoch seconds, ISO 8601
+  text or a datetime, years 1 to 9999: emulator.wire.timestamps).
   Members bound to HTTP headers/URI/query (rest-json runtime) may be given as the raw strings:
   integers and booleans are parsed (``"60"``, ``"true"``) before their constraints are checked.
-* Unknown members are ignored, as AWS does. Timestamps are checked for type only (number, string
-  or datetime). Blobs given as ``bytes``/``bytearray``/``memoryview`` are length-checked; blobs
-  given as (base64) ``str`` are not. Union "exactly one member" rules are not checked.
+* Unknown members are ignored, as AWS does. Blobs given as ``bytes``/``bytearray``/``memoryview``
+  are length-checked; blobs given as (base64) ``str`` are not. Union "exactly one member" rules
+  are not checked.
 * Lengths are Python ``len`` (code points); Java counts UTF-16 units, which differs only for
   characters outside the BMP.
 
@@ -58,14 +63,15 @@ costs a dict walk plus a cached regex answer per string member.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 import botocore.model
 
-from emulator.errors import ValidationFailed
+from emulator.errors import MalformedRequest, ValidationFailed
 from emulator.wire.java_patterns import compile_pattern, matcher, translate_java_pattern
+from emulator.wire.timestamps import is_timestamp
 
 __all__ = ["compile_pattern", "translate_java_pattern", "validate_input", "validator_for"]
 
@@ -80,8 +86,14 @@ Check = Callable[[Any, str, list[str]], None]
 Fmt = Callable[[Any, str, str], str]
 
 
-def _render(value: Any) -> str:
-    """A value as Coral (Java toString) would print it, near enough."""
+_RENDER_DEPTH = 16
+
+
+def _render(value: Any, depth: int = 0) -> str:
+    """A value as Coral (Java toString) would print it, near enough (nesting deeper than
+    _RENDER_DEPTH prints as `...`)."""
+    if depth > _RENDER_DEPTH:
+        return "..."
     if isinstance(value, str):
         return value
     if value is None:
@@ -92,9 +104,13 @@ def _render(value: Any) -> str:
         size = len(value)
         return f"java.nio.HeapByteBuffer[pos=0 lim={size} cap={size}]"
     if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_render(k)}={_render(v)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{_render(k, depth + 1)}={_render(v, depth + 1)}" for k, v in value.items())
+            + "}"
+        )
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_render(v) for v in value) + "]"
+        return "[" + ", ".join(_render(v, depth + 1) for v in value) + "]"
     return str(value)
 
 
@@ -179,8 +195,16 @@ def validator_for(shape: botocore.model.Shape, *, hidden: bool = False, map_key:
     return check
 
 
+_TYPE_CONSTRAINT = "Member must be of type "
+#: the range of Java's int and long, which Coral deserialises integer and long members into
+_INTEGRAL_RANGE: dict[str, tuple[int | None, int | None]] = {
+    "integer": (-(2**31), 2**31 - 1),
+    "long": (-(2**63), 2**63 - 1),
+}
+
+
 def _type_error(fmt: Fmt, value: Any, path: str, type_name: str) -> str:
-    return fmt(value, path, f"Member must be of type {type_name}")
+    return fmt(value, path, f"{_TYPE_CONSTRAINT}{type_name}")
 
 
 def _bounds(shape: botocore.model.Shape, what: str) -> tuple[Any, Any, str, str]:
@@ -216,7 +240,7 @@ def _build(
     if t == "timestamp":
 
         def check_timestamp(v: Any, path: str, errors: list[str]) -> None:
-            if isinstance(v, bool) or not isinstance(v, str | int | float | datetime):
+            if not is_timestamp(v):
                 errors.append(_type_error(fmt, v, path, "timestamp"))
 
         return check_timestamp
@@ -268,9 +292,16 @@ def _build_number(shape: botocore.model.Shape, fmt: Fmt) -> Check:
     type_name = shape.type_name
     mn, mx, min_msg, max_msg = _bounds(shape, "value")
     accepted: tuple[type, ...] = (int,) if integral else (int, float)
+    low, high = _INTEGRAL_RANGE.get(type_name, (None, None))
 
     def check_number(v: Any, path: str, errors: list[str]) -> None:
         if isinstance(v, bool) or not isinstance(v, accepted):
+            errors.append(_type_error(fmt, v, path, type_name))
+            return
+        if isinstance(v, float) and not math.isfinite(v):
+            errors.append(_type_error(fmt, v, path, type_name))
+            return
+        if low is not None and high is not None and isinstance(v, int) and not low <= v <= high:
             errors.append(_type_error(fmt, v, path, type_name))
             return
         if mx is not None and v > mx:
@@ -449,6 +480,13 @@ def validate_input(shape: botocore.model.Shape, params: Mapping[str, Any]) -> No
     check(params, "", errors)
     if not errors:
         return
+    malformed = [e for e in errors if _TYPE_CONSTRAINT in e]
+    if malformed:  # Coral's deserialiser fails before its validator runs
+        raise MalformedRequest(_summary(malformed))
+    raise ValidationFailed(_summary(errors))
+
+
+def _summary(errors: list[str]) -> str:
     if len(errors) == 1:
-        raise ValidationFailed(f"1 validation error detected: {errors[0]}")
-    raise ValidationFailed(f"{len(errors)} validation errors detected: " + "; ".join(errors))
+        return f"1 validation error detected: {errors[0]}"
+    return f"{len(errors)} validation errors detected: " + "; ".join(errors)

@@ -9,7 +9,7 @@ import botocore.model
 import pytest
 import regex
 
-from emulator.errors import ValidationFailed
+from emulator.errors import MalformedRequest, ValidationFailed
 from emulator.wire.service_models import (
     SERVICES,
     operation_model,
@@ -297,6 +297,44 @@ def test_map_paths() -> None:
         "satisfy constraint: Map keys must satisfy constraint: "
         "[Member must satisfy regular expression pattern: "
     )
+
+
+def test_type_errors_are_malformed_requests_reported_alone() -> None:
+    """Coral deserialises before it validates: a wrong type hides the constraint violations."""
+    shape = operation_model("sagemaker", "CreateEndpointConfig").input_shape
+    with pytest.raises(MalformedRequest) as info:
+        validate_input(
+            shape,
+            {"EndpointConfigName": "bad name!", "ProductionVariants": [_variant(InitialInstanceCount="1")]},
+        )
+    assert info.value.message == (
+        "1 validation error detected: Value '1' at 'productionVariants.1.member.initialInstanceCount' "
+        "failed to satisfy constraint: Member must be of type integer"
+    )
+    with pytest.raises(ValidationFailed) as constraint:
+        validate_input(shape, {"EndpointConfigName": "bad name!", "ProductionVariants": [_variant()]})
+    assert not isinstance(constraint.value, MalformedRequest)
+
+
+@pytest.mark.parametrize(
+    ("op", "member", "value", "type_name"),
+    [
+        ("ListModels", "CreationTimeAfter", "yesterday", "timestamp"),
+        ("ListModels", "CreationTimeAfter", 1e22, "timestamp"),
+        ("ListModels", "CreationTimeAfter", True, "timestamp"),
+        ("ListModels", "MaxResults", 2**31, "integer"),
+        ("ListModels", "MaxResults", float("nan"), "integer"),
+    ],
+)
+def test_values_outside_their_type_are_malformed(op: str, member: str, value: Any, type_name: str) -> None:
+    with pytest.raises(MalformedRequest) as info:
+        validate_input(operation_model("sagemaker", op).input_shape, {member: value})
+    assert info.value.message.endswith(f"Member must be of type {type_name}")
+
+
+@pytest.mark.parametrize("value", [0, 1.5e9, "2026-01-01T00:00:00Z", "2026-01-01", "1767225600"])
+def test_timestamps_as_clients_send_them_pass(value: Any) -> None:
+    _ok("sagemaker", "ListModels", {"CreationTimeAfter": value})
 
 
 def test_wrong_json_types_are_validation_errors() -> None:
