@@ -9,6 +9,12 @@ prompt, the PNG written to --out. Then the endpoint is deleted and the server st
 
 The image build happens in a build folder (default .smlocal/build) that keeps the wheelhouse between
 runs, so a second run builds from Docker's layer cache in seconds. emulator.cli builds DemoOptions.
+
+torch comes in two builds, chosen when the image is built (the TORCH_VARIANT build argument, from
+sample_container/torch-<variant>.txt): `cpu` (the default, a ~180 MB wheel) and `cuda` (PyPI's CUDA
+build, several GB of wheels: only on request, `smlocal demo --gpu --torch cuda`). The image carries its
+variant as the label smlocal.sample.torch, checked against the installed torch while building; the demo
+reads it back and says which build serves.
 """
 
 from __future__ import annotations
@@ -38,11 +44,18 @@ from emulator.config import DEFAULT_REGION, ServerConfig
 from emulator.errors import SmlocalError
 
 SAMPLE_IMAGE = "smlocal-sample/sd:latest"
+#: The CUDA image gets its own tag, so that building it never replaces the CPU one.
+SAMPLE_IMAGE_CUDA = "smlocal-sample/sd:cuda"
+#: torch builds the image can hold; CPU is the default, and the only one tests and CI ever build.
+TORCH_VARIANTS = ("cpu", "cuda")
+DEFAULT_TORCH_VARIANT = "cpu"
+#: The image label naming its torch build (set from the TORCH_VARIANT build argument).
+TORCH_LABEL = "smlocal.sample.torch"
 ENDPOINT_NAME = "sd-demo"
 CPU_INSTANCE_TYPE = "ml.m5.xlarge"
 GPU_INSTANCE_TYPE = "ml.g5.xlarge"
 #: What goes into the image's build context besides the wheelhouse.
-CONTEXT_FILES = ("Dockerfile", "requirements.txt", ".dockerignore")
+CONTEXT_FILES = ("Dockerfile", "requirements.txt", ".dockerignore", "torch-cpu.txt", "torch-cuda.txt")
 CONTEXT_PACKAGE = "sd_server"
 WHEELHOUSE = ".wheelhouse"
 PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -56,9 +69,10 @@ class DemoFailed(SmlocalError):
 
 @dataclass(frozen=True)
 class DemoOptions:
-    out: Path = Path("sd-demo.png")
+    out: Path = Path(".smlocal/sd-demo.png")
     prompt: str = "a lighthouse on a cliff at sunset, oil painting"
     gpu: bool = False
+    torch: str = DEFAULT_TORCH_VARIANT
     port: int = 8090
     keep: bool = False
     state_dir: Path = Path(".smlocal/demo")
@@ -75,6 +89,8 @@ class DemoOptions:
 class Timings:
     steps: dict[str, float] = field(default_factory=dict)
     requests: list[float] = field(default_factory=list)
+    #: the image's torch build, from its label
+    torch_build: str = "unknown"
 
 
 # --- the sample image ----------------------------------------------------------------------------
@@ -85,11 +101,70 @@ def sample_dir() -> Path:
     return Path(str(resources.files("sample_container")))
 
 
-def requirements(source: Path | None = None) -> list[str]:
-    """The pinned requirement lines of sample_container/requirements.txt (comments dropped)."""
-    text = ((source or sample_dir()) / "requirements.txt").read_text()
-    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+def _requirement_lines(path: Path) -> list[str]:
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
     return [line for line in lines if line]
+
+
+def check_variant(variant: str) -> str:
+    if variant not in TORCH_VARIANTS:
+        raise SmlocalError(f"Unknown torch build {variant!r}: one of {', '.join(TORCH_VARIANTS)}.")
+    return variant
+
+
+def requirements(source: Path | None = None, variant: str = DEFAULT_TORCH_VARIANT) -> list[str]:
+    """The pinned requirement lines of the image: requirements.txt plus torch-<variant>.txt."""
+    source = source or sample_dir()
+    return _requirement_lines(source / "requirements.txt") + _requirement_lines(
+        source / f"torch-{check_variant(variant)}.txt"
+    )
+
+
+def sample_tag(variant: str = DEFAULT_TORCH_VARIANT) -> str:
+    return SAMPLE_IMAGE if check_variant(variant) == "cpu" else SAMPLE_IMAGE_CUDA
+
+
+def build_args(variant: str = DEFAULT_TORCH_VARIANT, base_image: str | None = None) -> dict[str, str]:
+    """The sample image's build arguments."""
+    args = {"TORCH_VARIANT": check_variant(variant)}
+    if base_image:
+        args["BASE_IMAGE"] = base_image
+    return args
+
+
+def torch_build(image_labels: dict[str, str]) -> str:
+    """Which torch build an image holds, from its label ("unknown" for an image built without one)."""
+    variant = image_labels.get(TORCH_LABEL, "")
+    return variant if variant in TORCH_VARIANTS else "unknown"
+
+
+def describe_torch_build(variant: str, gpu: bool) -> str:
+    """The demo's line about the image's torch build (and whether a GPU can be used by it)."""
+    if variant == "cuda":
+        return "torch build in the image: CUDA (uses the GPU when the engine passes one through)"
+    if variant == "cpu":
+        note = "; --gpu passes the GPU, but this build cannot use it: --torch cuda" if gpu else ""
+        return f"torch build in the image: CPU only{note}"
+    return f"torch build in the image: unknown (no {TORCH_LABEL} label)"
+
+
+#: Host packages the model builder needs: the `sample` extra.
+SAMPLE_EXTRA_MODULES = ("torch", "diffusers", "transformers")
+
+
+def require_sample_extra() -> None:
+    """One clear line (not a ModuleNotFoundError traceback) when the `sample` extra is missing."""
+    missing = []
+    for name in SAMPLE_EXTRA_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise SmlocalError(
+            f"smlocal demo builds its model on this machine and needs {', '.join(missing)}: "
+            "pip install 'smlocal[sample]'"
+        )
 
 
 def prepare_context(context: Path, source: Path | None = None) -> Path:
@@ -107,14 +182,17 @@ def prepare_context(context: Path, source: Path | None = None) -> Path:
     return context
 
 
-def prepare_wheels(context: Path, log: Log = print) -> Path:
-    """The wheelhouse for the image in context/.wheelhouse (reused while requirements.txt is unchanged).
+def prepare_wheels(context: Path, log: Log = print, variant: str = DEFAULT_TORCH_VARIANT) -> Path:
+    """The wheelhouse for the image in context/.wheelhouse (reused while the requirements are unchanged).
 
-    torch is pinned to its CPU build: a plain `torch` from PyPI is the multi-GB CUDA build, and a
-    wheelhouse that got one anyway is refused rather than copied into an image."""
+    The CPU variant pins torch's CPU build: a plain `torch` from PyPI is the multi-GB CUDA build, and a
+    CPU wheelhouse that got CUDA wheels anyway is refused rather than copied into an image."""
     from emulator.runtime.images import prepare_wheelhouse
 
-    wanted = requirements(context)
+    wanted = requirements(context, variant)
+    if variant == "cuda":
+        log("torch's CUDA build: several GB of wheels to download (once; kept in the wheelhouse)")
+        return prepare_wheelhouse(wanted, context / WHEELHOUSE, log=log)
     try:
         wheelhouse = prepare_wheelhouse(wanted, context / WHEELHOUSE, log=log)
     except SmlocalError as exc:
@@ -129,28 +207,37 @@ def prepare_wheels(context: Path, log: Log = print) -> Path:
 
 
 def build_sample_image(
-    build_dir: Path, tag: str = SAMPLE_IMAGE, base_image: str | None = None, log: Log = print
+    build_dir: Path,
+    tag: str = SAMPLE_IMAGE,
+    base_image: str | None = None,
+    log: Log = print,
+    variant: str = DEFAULT_TORCH_VARIANT,
 ) -> str:
-    """Wheelhouse + `docker build` of the sample image in build_dir/image; returns the image id."""
+    """Wheelhouse + `docker build` of the sample image; returns the image id.
+
+    Each torch variant has its own context (build_dir/image, build_dir/image-cuda), so their wheelhouses
+    never mix and a CPU build never sends CUDA wheels to the engine."""
     from emulator.runtime.images import build_image
 
-    context = prepare_context(build_dir / "image")
-    prepare_wheels(context, log)
-    args = {"BASE_IMAGE": base_image} if base_image else None
-    return build_image(context, tag, buildargs=args, log=log)
+    folder = "image" if check_variant(variant) == "cpu" else f"image-{variant}"
+    context = prepare_context(build_dir / folder)
+    prepare_wheels(context, log, variant)
+    return build_image(context, tag, buildargs=build_args(variant, base_image), log=log)
+
+
+def image_torch_build(image: str) -> str:
+    """The torch build of a local image, read from its label."""
+    from emulator.runtime.docker import DockerRuntime
+
+    return torch_build(dict(DockerRuntime().inspect_image(image).labels))
 
 
 def build_model(build_dir: Path, seed: int = 0) -> Path:
     """The tiny random-weight Stable Diffusion model as build_dir/sd-tiny/model.tar.gz."""
-    try:
-        # Imported by name: the builder needs the `sample` extra (torch, diffusers), untyped libraries
-        # that mypy need not follow from here.
-        builder = importlib.import_module("sample_container.model_builder")
-    except ImportError as exc:  # torch/diffusers/transformers are the `sample` extra
-        raise SmlocalError(
-            f"The model builder needs torch, diffusers and transformers on this machine ({exc}): "
-            "python3 -m pip install -e '.[sample]'"
-        ) from exc
+    require_sample_extra()
+    # Imported by name: the builder needs the `sample` extra (torch, diffusers), untyped libraries
+    # that mypy need not follow from here.
+    builder = importlib.import_module("sample_container.model_builder")
 
     folder = build_dir / "sd-tiny" / "model"
     shutil.rmtree(folder, ignore_errors=True)
@@ -206,6 +293,8 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
     from emulator.runtime.images import ensure_base_image
 
     console = console or Console()
+    check_variant(options.torch)
+    require_sample_extra()  # before minutes of image building, not after
     timings = Timings()
     build_dir = options.build_dir.resolve()
     warnings = _WarningsToConsole(console)
@@ -222,10 +311,11 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
                 ensure_engine(log=log)
             with _step(progress, timings, "base", "Base image") as log:
                 base = ensure_base_image(log=log)
-            with _step(
-                progress, timings, "image", f"Sample image {SAMPLE_IMAGE} (wheelhouse + build)"
-            ) as log:
-                build_sample_image(build_dir, base_image=base, log=log)
+            image = sample_tag(options.torch)
+            with _step(progress, timings, "image", f"Sample image {image} (wheelhouse + build)") as log:
+                build_sample_image(build_dir, tag=image, base_image=base, log=log, variant=options.torch)
+                timings.torch_build = image_torch_build(image)
+                log(describe_torch_build(timings.torch_build, options.gpu))
             with _step(progress, timings, "model", "Tiny Stable Diffusion model.tar.gz") as log:
                 model_tar = build_model(build_dir, seed=options.seed)
                 log(f"{model_tar} ({model_tar.stat().st_size / 1e6:.1f} MB)")
@@ -253,7 +343,9 @@ def _serve_and_invoke(
         _remove_endpoint(sm, server)  # a previous --keep run's endpoint, restored from the state dir
         instance_type = GPU_INSTANCE_TYPE if options.gpu else CPU_INSTANCE_TYPE
         with _step(progress, timings, "deploy", f"Endpoint {ENDPOINT_NAME} on {instance_type}") as log:
-            described = _deploy(sm, model_tar, instance_type, progress, options.startup_timeout_s + 60)
+            timeout_s = options.startup_timeout_s + 60
+            image = sample_tag(options.torch)
+            described = _deploy(sm, model_tar, instance_type, progress, timeout_s, image)
             log(f"{described['EndpointArn']}: {described['EndpointStatus']}")
         if described["EndpointStatus"] != "InService":
             reason = described.get("FailureReason", "(no FailureReason)")
@@ -299,11 +391,13 @@ def _clients(url: str) -> tuple[Any, Any]:
     )
 
 
-def _deploy(sm: Any, model_tar: Path, instance_type: str, progress: Progress, timeout_s: float) -> Any:
+def _deploy(
+    sm: Any, model_tar: Path, instance_type: str, progress: Progress, timeout_s: float, image: str
+) -> Any:
     """CreateModel, CreateEndpointConfig, CreateEndpoint; poll DescribeEndpoint while Creating."""
     sm.create_model(
         ModelName=ENDPOINT_NAME,
-        PrimaryContainer={"Image": SAMPLE_IMAGE, "ModelDataUrl": model_tar.as_uri()},
+        PrimaryContainer={"Image": image, "ModelDataUrl": model_tar.as_uri()},
     )
     variant = {
         "VariantName": "AllTraffic",
@@ -368,11 +462,11 @@ def _remove_endpoint(sm: Any, server: Any) -> None:
 
 
 def _print_logs(url: str, console: Console, tail: int = 30) -> None:
-    import httpx
+    from emulator.admin_client import ServerUnreachable, admin_request
 
     try:
-        resp = httpx.get(f"{url}/_smlocal/endpoints/{ENDPOINT_NAME}/logs", params={"tail": tail}, timeout=10)
-    except httpx.HTTPError:
+        resp = admin_request(url, "GET", f"endpoints/{ENDPOINT_NAME}/logs", params={"tail": tail}, timeout=10)
+    except ServerUnreachable:
         return
     if resp.status_code == 200 and resp.text.strip():
         console.print(f"[bold]Last {tail} log lines of the container:[/]")
@@ -397,6 +491,7 @@ def _print_summary(
         ("model build (model.tar.gz)", f"{s.get('model', 0):.1f} s"),
         ("deploy -> InService", f"{s.get('deploy', 0):.1f} s"),
         (f"per request ({len(requests)})", per_request),
+        ("torch build in the image", timings.torch_build),
     ]
     for label, value in rows:
         console.print(f"  {label:<42} {value}", highlight=False)
