@@ -192,7 +192,11 @@ def prepare_wheels(context: Path, log: Log = print, variant: str = DEFAULT_TORCH
     wanted = requirements(context, variant)
     if variant == "cuda":
         log("torch's CUDA build: several GB of wheels to download (once; kept in the wheelhouse)")
-        return prepare_wheelhouse(wanted, context / WHEELHOUSE, log=log)
+        wheelhouse = prepare_wheelhouse(wanted, context / WHEELHOUSE, log=log)
+        torches = sorted(p.name for p in wheelhouse.glob("torch-*.whl"))
+        if not torches or any("+cpu" in name for name in torches):
+            raise SmlocalError(f"The CUDA wheelhouse {wheelhouse} has no CUDA torch wheel ({torches}).")
+        return wheelhouse
     try:
         wheelhouse = prepare_wheelhouse(wanted, context / WHEELHOUSE, log=log)
     except SmlocalError as exc:

@@ -47,7 +47,7 @@ def test_the_default_requirements_pin_the_cpu_wheel_only() -> None:
     assert "torch==2.13.0+cpu" in command
     assert not [arg for arg in command if arg.startswith("nvidia") or arg == "torch==2.13.0"]
     # requirements.txt itself names no torch: the variant's file does.
-    assert _torch_lines(requirements(SAMPLE, "cuda")) == ["torch==2.13.0"]
+    assert _torch_lines(requirements(SAMPLE, "cuda")) == ["torch==2.13.0,!=2.13.0+cpu"]
     assert not _torch_lines(demo._requirement_lines(SAMPLE / "requirements.txt"))
 
 
@@ -98,6 +98,21 @@ def test_a_cpu_wheelhouse_with_cuda_wheels_is_refused(
     context = prepare_context(tmp_path / "image", SAMPLE)
     with pytest.raises(demo.SmlocalError, match="holds CUDA wheels"):
         demo.prepare_wheels(context, log=lambda _: None)
+
+
+def test_a_cuda_wheelhouse_holding_the_cpu_torch_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def record(wanted: list[str], dest: Path, log: object = None) -> Path:
+        assert _torch_lines(wanted) == ["torch==2.13.0,!=2.13.0+cpu"]
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+        return dest
+
+    monkeypatch.setattr("emulator.runtime.images.prepare_wheelhouse", record)
+    context = prepare_context(tmp_path / "image-cuda", SAMPLE)
+    with pytest.raises(demo.SmlocalError, match="has no CUDA torch wheel"):
+        demo.prepare_wheels(context, log=lambda _: None, variant="cuda")
 
 
 def test_the_label_says_which_build_and_the_demo_reports_it() -> None:
