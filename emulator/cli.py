@@ -357,17 +357,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stop-grace",
         type=float,
-        help=f"seconds between SIGTERM and SIGKILL (default {limits.stop_grace_s:g})",
+        help=f"seconds between SIGTERM and SIGKILL (default: {limits.stop_grace_s:g})",
     )
     p.add_argument(
         "--invocation-timeout",
         type=float,
-        help=f"seconds to wait for /invocations (default {limits.invocation_timeout_s:g})",
+        help=f"seconds to wait for /invocations (default: {limits.invocation_timeout_s:g})",
     )
     p.add_argument(
         "--startup-timeout",
         type=float,
-        help=f"seconds until the first 200 from /ping (default {limits.startup_timeout_s:g})",
+        help=f"seconds until the first 200 from /ping (default: {limits.startup_timeout_s:g})",
     )
     p.add_argument("--keep-containers", action="store_true", help="leave containers running on exit")
     p.add_argument(
@@ -434,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL")
     p.add_argument(
         "--state-dir",
-        help=f"the state dir whose server and containers to stop (default {DEFAULT_STATE_DIR}, "
+        help=f"the state dir whose server and containers to stop (default: {DEFAULT_STATE_DIR}, "
         "the default server's); its server.json says where that server listens",
     )
     p.add_argument(

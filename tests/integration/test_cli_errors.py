@@ -126,8 +126,8 @@ def test_serve_help_shows_help_and_defaults() -> None:
         "--port PORT port of every API (boto3's endpoint_url) (default: 8090)",
         "--host HOST address to listen on (other than loopback: warned) (default: 127.0.0.1)",
         "(default: .smlocal)",
-        "--stop-grace STOP_GRACE seconds between SIGTERM and SIGKILL (default 30)",
-        "seconds until the first 200 from /ping (default 480)",
+        "--stop-grace STOP_GRACE seconds between SIGTERM and SIGKILL (default: 30)",
+        "seconds until the first 200 from /ping (default: 480)",
         "--time-scale N",
     ):
         assert expected in text, (expected, result.stdout)
