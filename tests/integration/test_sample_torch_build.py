@@ -6,7 +6,7 @@ from __future__ import annotations
 import docker
 import pytest
 
-from emulator.demo import TORCH_LABEL, describe_torch_build, image_torch_build
+from emulator.sample_image import TORCH_LABEL, describe_torch_build, image_torch_build
 
 pytestmark = pytest.mark.docker
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from emulator import demo
+from emulator import sample_image as demo
 from emulator.cli import build_parser
-from emulator.demo import (
-    DemoOptions,
+from emulator.demo import DemoOptions
+from emulator.runtime.images import pip_download_command
+from emulator.sample_image import (
     build_args,
     describe_torch_build,
     prepare_context,
@@ -20,7 +21,6 @@ from emulator.demo import (
     sample_tag,
     torch_build,
 )
-from emulator.runtime.images import pip_download_command
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_container"
 
