@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from contract_tests.registry import Check
-from contract_tests.result import CheckResult, Outcome
+from contract_tests.result import CAUSE_CONTAINER_REMOVED, CheckResult, Outcome
 
 #: The JUnit testsuite every report uses (CI tools group the checks under it).
 SUITE_NAME = "smlocal-contract"
@@ -157,7 +157,8 @@ def explanation(result: CheckResult, fix: str = "") -> str:
     where the rule is documented."""
     parts = [result.message]
     if result.outcome is Outcome.ERROR:
-        parts.append(ERROR_NOTE)
+        if result.evidence.get("cause") != CAUSE_CONTAINER_REMOVED:  # that one is no checker bug
+            parts.append(ERROR_NOTE)
     elif fix and fix not in result.message and not _FIX_LINE.search(result.message):
         parts.append(f"Fix: {fix}")
     if result.doc_url:

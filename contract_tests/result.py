@@ -28,6 +28,10 @@ class CheckFailed(Exception):
         self.evidence = evidence
 
 
+#: evidence["cause"] of an ERROR that is no verdict and no checker bug: the run was disturbed from outside.
+CAUSE_CONTAINER_REMOVED = "container-removed"
+
+
 class CheckSkipped(Exception):
     """The check does not apply, or cannot run because an earlier step failed."""
 

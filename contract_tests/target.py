@@ -29,6 +29,8 @@ from emulator.runtime.base import (
 )
 from emulator.runtime.docker import DockerRuntime
 
+#: ContainerState.status of a container the engine does not know (any more).
+REMOVED_STATUS = "removed"
 #: SageMaker serverless inference's image size limit: reported as a warning above it.
 SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
 
@@ -243,6 +245,15 @@ class Target:
                 f"the container never became healthy ({startup.last_observation}); see start.healthy"
             )
         return self._shared
+
+    def removed_containers(self) -> list[str]:
+        """Names of this run's containers that the engine no longer has although close() has not
+        removed them: someone else did (`docker rm`, `smlocal down --all`, another run's cleanup)."""
+        gone = []
+        for container in self._containers:
+            if self.runtime.state(container.handle.id).status == REMOVED_STATUS:
+                gone.append(container.handle.name)
+        return gone
 
     def close(self) -> None:
         for container in self._containers:

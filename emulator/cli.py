@@ -5,9 +5,9 @@ smlocal serve                      serve SageMaker's control plane and runtime o
 smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V ...]
 smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--output F]
 smlocal ls | logs ENDPOINT [--variant V] [--instance I] [--follow] | metrics ENDPOINT [--json]
-smlocal delete ENDPOINT | down
+smlocal delete ENDPOINT | down [--state-dir D | --all]
 smlocal check IMAGE [--check ID ...] [--json F] [--junit F]   the hosting-contract checks (contract_tests)
-smlocal demo [--out PNG] [--prompt TEXT] [--gpu] [--port P] [--keep]   the Stable Diffusion sample end to end
+smlocal demo [--out PNG] [--prompt TEXT] [--gpu [--torch cuda]] [--port P] [--keep]   the SD sample end to end
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 
 from contract_tests.cli import add_arguments as check_arguments
 from emulator import __version__
+from emulator.admin_client import admin_request, admin_stream, error_message
 from emulator.config import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -36,6 +37,11 @@ from emulator.config import (
 from emulator.errors import SmlocalError
 
 ENDPOINT_URL_ENV = "SMLOCAL_ENDPOINT_URL"
+DEFAULT_STATE_DIR = ".smlocal"
+#: The demo's PNG: inside .smlocal/ (git-ignored) with the demo's state and build folders.
+DEMO_OUT = ".smlocal/sd-demo.png"
+#: Loggers that print a line per HTTP request at INFO: the CLI's output is its own lines only.
+QUIET_LOGGERS = ("httpx", "httpcore")
 
 
 def _endpoint_url(args: argparse.Namespace) -> str:
@@ -88,22 +94,21 @@ def _archive_arguments(p: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=d.max_header_bytes,
         metavar="N",
-        help="refuse an archive with a PAX extended header or GNU long-name record over N bytes "
-        "(default %(default)s)",
+        help="refuse an archive with a PAX extended header or GNU long-name record over N bytes",
     )
     p.add_argument(
         "--archive-max-entries",
         type=_positive_int,
         default=d.max_entries,
         metavar="N",
-        help="refuse an archive of more than N members (default %(default)s)",
+        help="refuse an archive of more than N members",
     )
     p.add_argument(
         "--archive-max-bytes",
         type=_positive_int,
         default=d.max_extracted_bytes,
         metavar="N",
-        help="refuse model data whose files add up to more than N bytes (default %(default)s)",
+        help="refuse model data whose files add up to more than N bytes",
     )
     p.add_argument(
         "--archive-max-ratio",
@@ -111,14 +116,14 @@ def _archive_arguments(p: argparse.ArgumentParser) -> None:
         default=d.max_ratio,
         metavar="R",
         help="refuse an archive that decompresses to more than R times its compressed size, checked "
-        f"past the first {d.ratio_grace_bytes >> 20} MiB (default %(default)s)",
+        f"past the first {d.ratio_grace_bytes >> 20} MiB",
     )
     p.add_argument(
         "--archive-max-trailing-bytes",
         type=_positive_int,
         default=d.max_trailing_bytes,
         metavar="N",
-        help="refuse an archive with more than N bytes after its end-of-archive marker (default %(default)s)",
+        help="refuse an archive with more than N bytes after its end-of-archive marker",
     )
     p.add_argument(
         "--allow-local-model-dir",
@@ -135,9 +140,26 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
     return value
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default after its help, unless there is none or the help says it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return super()._get_help_string(action)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -198,7 +220,7 @@ def _wait_in_service(sm: Any, name: str, timeout_s: float) -> dict[str, Any]:
 def cmd_deploy(args: argparse.Namespace) -> int:
     sm, _ = _clients(args)
     name = args.name or _default_name(args.image)
-    env = dict(item.split("=", 1) for item in args.env)
+    env = dict(args.env)  # (key, value) pairs: _key_value checked each
     container: dict[str, Any] = {"Image": args.image, "Environment": env}
     if args.model_data:
         container["ModelDataUrl"] = args.model_data
@@ -227,7 +249,13 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 def cmd_invoke(args: argparse.Namespace) -> int:
     _, rt = _clients(args)
-    body = Path(args.body_file).read_bytes() if args.body_file else args.body.encode()
+    if args.body_file:
+        try:
+            body = Path(args.body_file).read_bytes()
+        except OSError as exc:
+            raise SmlocalError(f"Cannot read --body-file {args.body_file}: {exc.strerror or exc}") from exc
+    else:
+        body = args.body.encode()
     kwargs: dict[str, Any] = {"EndpointName": args.endpoint, "Body": body}
     if args.content_type:
         kwargs["ContentType"] = args.content_type
@@ -269,14 +297,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
     params = {k: v for k, v in (("variant", args.variant), ("instance", args.instance)) if v}
     if args.tail:
         params["tail"] = str(args.tail)
-    url = f"{_endpoint_url(args)}/_smlocal/endpoints/{args.endpoint}/logs"
+    base, path = _endpoint_url(args), f"endpoints/{args.endpoint}/logs"
     if args.follow:
         params["follow"] = "1"
         try:
-            with httpx.stream("GET", url, params=params, timeout=httpx.Timeout(30, read=None)) as stream:
+            with admin_stream(base, path, params=params, timeout=httpx.Timeout(30, read=None)) as stream:
                 if stream.status_code != 200:
                     stream.read()
-                    print(stream.json().get("message", stream.text), file=sys.stderr)
+                    print(f"smlocal: {error_message(stream)}", file=sys.stderr)
                     return 1
                 for chunk in stream.iter_text():
                     sys.stdout.write(chunk)
@@ -284,59 +312,28 @@ def cmd_logs(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             return 0
         return 0
-    resp = httpx.get(url, params=params, timeout=30)
+    resp = admin_request(base, "GET", path, params=params)
     if resp.status_code != 200:
-        print(resp.json().get("message", resp.text), file=sys.stderr)
+        print(f"smlocal: {error_message(resp)}", file=sys.stderr)
         return 1
     sys.stdout.write(resp.text)
     return 0
 
 
-_METRIC_COLUMNS = (
-    ("Invocations", "Sum", "invocations"),
-    ("InvocationsPerInstance", "Sum", "per instance"),
-    ("Invocation4XXErrors", "Sum", "4xx"),
-    ("Invocation5XXErrors", "Sum", "5xx"),
-    ("InvocationModelErrors", "Sum", "model errors"),
-    ("ModelLatency", "Average", "model us avg"),
-    ("ModelLatency", "Maximum", "model us max"),
-    ("OverheadLatency", "Average", "overhead us avg"),
-    ("CPUUtilization", "Average", "CPU %"),
-    ("MemoryUtilization", "Average", "memory %"),
-)
-
-
 def cmd_metrics(args: argparse.Namespace) -> int:
     import json
 
-    import httpx
-    from rich.console import Console
-    from rich.table import Table
+    from emulator.metrics_table import print_metrics
 
-    resp = httpx.get(f"{_endpoint_url(args)}/_smlocal/endpoints/{args.endpoint}/metrics", timeout=30)
+    resp = admin_request(_endpoint_url(args), "GET", f"endpoints/{args.endpoint}/metrics")
     if resp.status_code != 200:
-        print(resp.json().get("message", resp.text), file=sys.stderr)
+        print(f"smlocal: {error_message(resp)}", file=sys.stderr)
         return 1
     report = resp.json()
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    table = Table(
-        "period (UTC)",
-        "variant",
-        *(title for _, _, title in _METRIC_COLUMNS),
-        title=f"{args.endpoint}: {report['PeriodSeconds']:g} s periods",
-    )
-    for period in report["Periods"]:
-        cells = []
-        for metric, stat, _ in _METRIC_COLUMNS:
-            value = period["Metrics"].get(metric, {}).get(stat)
-            cells.append("" if value is None else f"{value:,.2f}".rstrip("0").rstrip("."))
-        stamp = period["Timestamp"] + ("" if period["Complete"] else " *")
-        table.add_row(stamp, period["VariantName"], *cells)
-    Console().print(table)
-    if any(not p["Complete"] for p in report["Periods"]):
-        print("* period still in progress")
+    print_metrics(report, args.endpoint)
     return 0
 
 
@@ -358,31 +355,14 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    """Stop the server (if one answers) and every container smlocal started on this engine."""
-    import httpx
+    """Stop the server of one state dir (default .smlocal) and its containers; --all: every container."""
+    from emulator.down import down
 
-    from emulator.runtime.docker import DockerRuntime
-    from emulator.runtime.labels import MANAGED_SELECTOR, OWNER, owner_id
-
-    url = _endpoint_url(args)
-    try:
-        httpx.post(f"{url}/_smlocal/shutdown", timeout=5)
-        deadline = time.monotonic() + args.grace + 15
-        while time.monotonic() < deadline:
-            httpx.get(f"{url}/_smlocal/health", timeout=1)
-            time.sleep(0.2)
-    except httpx.HTTPError:
-        pass  # not running, or gone
-    runtime = DockerRuntime()
-    runtime.ping()
-    selector = dict(MANAGED_SELECTOR)
-    if args.state_dir:  # only what the server of that state dir started
-        selector[OWNER] = owner_id(Path(args.state_dir))
-    handles = runtime.list(selector)
-    for handle in handles:
-        runtime.stop(handle.id, args.grace)
-        runtime.remove(handle.id)
-    print(f"stopped {len(handles)} container(s)", file=sys.stderr)
+    result = down(
+        Path(args.state_dir or DEFAULT_STATE_DIR), _endpoint_url(args), args.grace, every_container=args.all
+    )
+    scope = "smlocal container(s) on this engine" if args.all else "container(s) of that state dir"
+    print(f"smlocal down: {result.server}; stopped {result.containers} {scope}", file=sys.stderr)
     return 0
 
 
@@ -398,6 +378,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     options = DemoOptions(
         out=Path(args.out),
         gpu=args.gpu,
+        torch=args.torch,
         port=args.port,
         keep=args.keep,
         state_dir=Path(args.state_dir),
@@ -413,11 +394,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="smlocal", description="Amazon SageMaker hosting, locally.")
     parser.add_argument("--version", action="version", version=f"smlocal {__version__}")
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def client_cmd(name: str, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text)
+        p = sub.add_parser(name, help=help_text, formatter_class=_DefaultsFormatter)
         p.add_argument(
             "--endpoint-url", help=f"smlocal's URL (default ${ENDPOINT_URL_ENV} or http://127.0.0.1:8090)"
         )
@@ -426,16 +407,31 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("setup", help="start a Docker engine and prepare the base image")
     p.set_defaults(func=cmd_setup)
 
-    p = sub.add_parser("serve", help="serve the SageMaker APIs")
-    p.add_argument("--host", default=DEFAULT_HOST)
-    p.add_argument("--port", type=int, default=DEFAULT_PORT)
-    p.add_argument("--state-dir", default=".smlocal")
-    p.add_argument("--region", default=DEFAULT_REGION)
-    p.add_argument("--account-id", default="123456789012")
-    p.add_argument("--stop-grace", type=float, help="seconds between SIGTERM and SIGKILL (default 30)")
-    p.add_argument("--invocation-timeout", type=float, help="seconds to wait for /invocations (default 60)")
+    p = sub.add_parser("serve", help="serve the SageMaker APIs", formatter_class=_DefaultsFormatter)
+    p.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (other than loopback: warned)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port of every API (boto3's endpoint_url)")
     p.add_argument(
-        "--startup-timeout", type=float, help="seconds until the first 200 from /ping (default 480)"
+        "--state-dir",
+        default=DEFAULT_STATE_DIR,
+        help="where definitions, model data and server.json live; owner of this server's containers",
+    )
+    p.add_argument("--region", default=DEFAULT_REGION, help="the region in ARNs")
+    p.add_argument("--account-id", default="123456789012", help="the account id in ARNs and messages")
+    limits = ContractLimits()
+    p.add_argument(
+        "--stop-grace",
+        type=float,
+        help=f"seconds between SIGTERM and SIGKILL (default: {limits.stop_grace_s:g})",
+    )
+    p.add_argument(
+        "--invocation-timeout",
+        type=float,
+        help=f"seconds to wait for /invocations (default: {limits.invocation_timeout_s:g})",
+    )
+    p.add_argument(
+        "--startup-timeout",
+        type=float,
+        help=f"seconds until the first 200 from /ping (default: {limits.startup_timeout_s:g})",
     )
     p.add_argument("--keep-containers", action="store_true", help="leave containers running on exit")
     p.add_argument(
@@ -457,13 +453,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = client_cmd("deploy", "create a model, an endpoint config and an endpoint; wait for InService")
     p.add_argument("image")
     p.add_argument("--model-data", help="s3://, file:// or a local path to model.tar.gz")
-    p.add_argument("--name")
-    p.add_argument("--instance-count", type=int, default=1)
-    p.add_argument("--instance-type", default="ml.m5.large")
-    p.add_argument("--variant-name", default="AllTraffic")
-    p.add_argument("--env", action="append", default=[], metavar="K=V")
-    p.add_argument("--timeout", type=float, default=600)
-    p.add_argument("--no-wait", action="store_true")
+    p.add_argument("--name", help="model, endpoint config and endpoint name (default: IMAGE-TIMESTAMP)")
+    p.add_argument("--instance-count", type=_positive_int, default=1, help="instances (1 or more)")
+    p.add_argument("--instance-type", default="ml.m5.large", help="the variant's instance type")
+    p.add_argument("--variant-name", default="AllTraffic", help="the production variant's name")
+    p.add_argument(
+        "--env", action="append", default=[], type=_key_value, metavar="K=V", help="container environment"
+    )
+    p.add_argument("--timeout", type=float, default=600, help="seconds to wait for InService")
+    p.add_argument("--no-wait", action="store_true", help="return once CreateEndpoint is accepted")
     p.set_defaults(func=cmd_deploy)
 
     p = client_cmd("invoke", "call InvokeEndpoint")
@@ -497,16 +495,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-definitions", action="store_true")
     p.set_defaults(func=cmd_delete)
 
-    p = client_cmd("down", "stop the server and every container smlocal started")
-    p.add_argument("--grace", type=float, default=10.0)
-    p.add_argument("--state-dir", help="only the containers of the server of this state dir (default: all)")
+    p = client_cmd("down", "stop the server of a state dir and its containers")
+    p.add_argument("--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL")
+    p.add_argument(
+        "--state-dir",
+        help=f"the state dir whose server and containers to stop (default: {DEFAULT_STATE_DIR}, "
+        "the default server's); its server.json says where that server listens",
+    )
+    p.add_argument(
+        "--all", action="store_true", help="also stop every other smlocal container on this engine"
+    )
     p.set_defaults(func=cmd_down)
 
     p = sub.add_parser("demo", help="build the Stable Diffusion sample, deploy it, invoke it, write a PNG")
-    p.add_argument("--out", default="sd-demo.png", help="the PNG to write (default sd-demo.png)")
+    p.add_argument("--out", default=DEMO_OUT, help=f"the PNG to write (default {DEMO_OUT})")
     p.add_argument("--prompt", help="the prompt (default: a lighthouse on a cliff at sunset, oil painting)")
     p.add_argument(
         "--gpu", action="store_true", help="deploy on ml.g5.xlarge: the GPU, when the engine has one"
+    )
+    p.add_argument(
+        "--torch",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="torch build in the image: cpu (default), or cuda for --gpu (downloads several GB of wheels)",
     )
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="the server's port (0: any free port)")
     p.add_argument("--keep", action="store_true", help="keep the endpoint and serve until Ctrl-C")
@@ -523,19 +534,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:  # a line per request: DEBUG only
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
     try:
         return int(args.func(args))
     except SmlocalError as exc:
         print(f"smlocal: {exc.message}", file=sys.stderr)
         return 1
-    except Exception as exc:  # botocore ClientError and friends: one line, not a traceback
-        if type(exc).__name__ in ("ClientError", "EndpointConnectionError") or hasattr(exc, "response"):
-            print(f"smlocal: {exc}", file=sys.stderr)
+    except Exception as exc:  # botocore's errors: one line, not a traceback
+        from botocore.exceptions import BotoCoreError
+
+        if isinstance(exc, BotoCoreError) or hasattr(exc, "response"):  # ParamValidationError, ClientError
+            print(f"smlocal: {_one_line(str(exc))}", file=sys.stderr)
             return 1
         raise
 

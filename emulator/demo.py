@@ -9,24 +9,20 @@ prompt, the PNG written to --out. Then the endpoint is deleted and the server st
 
 The image build happens in a build folder (default .smlocal/build) that keeps the wheelhouse between
 runs, so a second run builds from Docker's layer cache in seconds. emulator.cli builds DemoOptions.
+
+The image and its model: emulator.sample_image.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import io
 import json
 import logging
-import shutil
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +32,20 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from emulator.config import DEFAULT_REGION, ServerConfig
 from emulator.errors import SmlocalError
+from emulator.sample_image import (
+    DEFAULT_TORCH_VARIANT,
+    build_model,
+    build_sample_image,
+    check_variant,
+    describe_torch_build,
+    image_torch_build,
+    require_sample_extra,
+    sample_tag,
+)
 
-SAMPLE_IMAGE = "smlocal-sample/sd:latest"
 ENDPOINT_NAME = "sd-demo"
 CPU_INSTANCE_TYPE = "ml.m5.xlarge"
 GPU_INSTANCE_TYPE = "ml.g5.xlarge"
-#: What goes into the image's build context besides the wheelhouse.
-CONTEXT_FILES = ("Dockerfile", "requirements.txt", ".dockerignore")
-CONTEXT_PACKAGE = "sd_server"
-WHEELHOUSE = ".wheelhouse"
-PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-
 Log = Callable[[str], None]
 
 
@@ -56,9 +55,10 @@ class DemoFailed(SmlocalError):
 
 @dataclass(frozen=True)
 class DemoOptions:
-    out: Path = Path("sd-demo.png")
+    out: Path = Path(".smlocal/sd-demo.png")
     prompt: str = "a lighthouse on a cliff at sunset, oil painting"
     gpu: bool = False
+    torch: str = DEFAULT_TORCH_VARIANT
     port: int = 8090
     keep: bool = False
     state_dir: Path = Path(".smlocal/demo")
@@ -75,94 +75,8 @@ class DemoOptions:
 class Timings:
     steps: dict[str, float] = field(default_factory=dict)
     requests: list[float] = field(default_factory=list)
-
-
-# --- the sample image ----------------------------------------------------------------------------
-
-
-def sample_dir() -> Path:
-    """sample_container/ as installed (the source tree with an editable install)."""
-    return Path(str(resources.files("sample_container")))
-
-
-def requirements(source: Path | None = None) -> list[str]:
-    """The pinned requirement lines of sample_container/requirements.txt (comments dropped)."""
-    text = ((source or sample_dir()) / "requirements.txt").read_text()
-    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
-    return [line for line in lines if line]
-
-
-def prepare_context(context: Path, source: Path | None = None) -> Path:
-    """Copy the Dockerfile, requirements and sd_server into `context` (kept: its .wheelhouse)."""
-    source = source or sample_dir()
-    context.mkdir(parents=True, exist_ok=True)
-    for name in CONTEXT_FILES:
-        shutil.copyfile(source / name, context / name)
-    shutil.rmtree(context / CONTEXT_PACKAGE, ignore_errors=True)
-    shutil.copytree(
-        source / CONTEXT_PACKAGE,
-        context / CONTEXT_PACKAGE,
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
-    return context
-
-
-def prepare_wheels(context: Path, log: Log = print) -> Path:
-    """The wheelhouse for the image in context/.wheelhouse (reused while requirements.txt is unchanged).
-
-    torch is pinned to its CPU build: a plain `torch` from PyPI is the multi-GB CUDA build, and a
-    wheelhouse that got one anyway is refused rather than copied into an image."""
-    from emulator.runtime.images import prepare_wheelhouse
-
-    wanted = requirements(context)
-    try:
-        wheelhouse = prepare_wheelhouse(wanted, context / WHEELHOUSE, log=log)
-    except SmlocalError as exc:
-        raise SmlocalError(
-            f"{exc.message}\nThe CPU build of torch comes from a local find-links folder or from "
-            f"PyTorch's CPU index: PIP_EXTRA_INDEX_URL={PYTORCH_CPU_INDEX} smlocal demo"
-        ) from exc
-    cuda = sorted(p.name for p in wheelhouse.glob("nvidia_*.whl"))
-    if cuda:
-        raise SmlocalError(f"The wheelhouse {wheelhouse} holds CUDA wheels ({', '.join(cuda[:3])}, ...).")
-    return wheelhouse
-
-
-def build_sample_image(
-    build_dir: Path, tag: str = SAMPLE_IMAGE, base_image: str | None = None, log: Log = print
-) -> str:
-    """Wheelhouse + `docker build` of the sample image in build_dir/image; returns the image id."""
-    from emulator.runtime.images import build_image
-
-    context = prepare_context(build_dir / "image")
-    prepare_wheels(context, log)
-    args = {"BASE_IMAGE": base_image} if base_image else None
-    return build_image(context, tag, buildargs=args, log=log)
-
-
-def build_model(build_dir: Path, seed: int = 0) -> Path:
-    """The tiny random-weight Stable Diffusion model as build_dir/sd-tiny/model.tar.gz."""
-    try:
-        # Imported by name: the builder needs the `sample` extra (torch, diffusers), untyped libraries
-        # that mypy need not follow from here.
-        builder = importlib.import_module("sample_container.model_builder")
-    except ImportError as exc:  # torch/diffusers/transformers are the `sample` extra
-        raise SmlocalError(
-            f"The model builder needs torch, diffusers and transformers on this machine ({exc}): "
-            "python3 -m pip install -e '.[sample]'"
-        ) from exc
-
-    folder = build_dir / "sd-tiny" / "model"
-    shutil.rmtree(folder, ignore_errors=True)
-    # transformers and huggingface_hub print notes and progress bars: shown only when the build fails.
-    chatter = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(chatter), contextlib.redirect_stderr(chatter):
-            builder.build_tiny_model(folder, seed=seed)
-            return Path(builder.pack_model(folder, build_dir / "sd-tiny" / "model.tar.gz"))
-    except Exception:
-        sys.stderr.write(chatter.getvalue())
-        raise
+    #: the image's torch build, from its label
+    torch_build: str = "unknown"
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -206,6 +120,8 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
     from emulator.runtime.images import ensure_base_image
 
     console = console or Console()
+    check_variant(options.torch)
+    require_sample_extra()  # before minutes of image building, not after
     timings = Timings()
     build_dir = options.build_dir.resolve()
     warnings = _WarningsToConsole(console)
@@ -222,10 +138,11 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
                 ensure_engine(log=log)
             with _step(progress, timings, "base", "Base image") as log:
                 base = ensure_base_image(log=log)
-            with _step(
-                progress, timings, "image", f"Sample image {SAMPLE_IMAGE} (wheelhouse + build)"
-            ) as log:
-                build_sample_image(build_dir, base_image=base, log=log)
+            image = sample_tag(options.torch)
+            with _step(progress, timings, "image", f"Sample image {image} (wheelhouse + build)") as log:
+                build_sample_image(build_dir, tag=image, base_image=base, log=log, variant=options.torch)
+                timings.torch_build = image_torch_build(image)
+                log(describe_torch_build(timings.torch_build, options.gpu))
             with _step(progress, timings, "model", "Tiny Stable Diffusion model.tar.gz") as log:
                 model_tar = build_model(build_dir, seed=options.seed)
                 log(f"{model_tar} ({model_tar.stat().st_size / 1e6:.1f} MB)")
@@ -253,7 +170,9 @@ def _serve_and_invoke(
         _remove_endpoint(sm, server)  # a previous --keep run's endpoint, restored from the state dir
         instance_type = GPU_INSTANCE_TYPE if options.gpu else CPU_INSTANCE_TYPE
         with _step(progress, timings, "deploy", f"Endpoint {ENDPOINT_NAME} on {instance_type}") as log:
-            described = _deploy(sm, model_tar, instance_type, progress, options.startup_timeout_s + 60)
+            timeout_s = options.startup_timeout_s + 60
+            image = sample_tag(options.torch)
+            described = _deploy(sm, model_tar, instance_type, progress, timeout_s, image)
             log(f"{described['EndpointArn']}: {described['EndpointStatus']}")
         if described["EndpointStatus"] != "InService":
             reason = described.get("FailureReason", "(no FailureReason)")
@@ -299,11 +218,13 @@ def _clients(url: str) -> tuple[Any, Any]:
     )
 
 
-def _deploy(sm: Any, model_tar: Path, instance_type: str, progress: Progress, timeout_s: float) -> Any:
+def _deploy(
+    sm: Any, model_tar: Path, instance_type: str, progress: Progress, timeout_s: float, image: str
+) -> Any:
     """CreateModel, CreateEndpointConfig, CreateEndpoint; poll DescribeEndpoint while Creating."""
     sm.create_model(
         ModelName=ENDPOINT_NAME,
-        PrimaryContainer={"Image": SAMPLE_IMAGE, "ModelDataUrl": model_tar.as_uri()},
+        PrimaryContainer={"Image": image, "ModelDataUrl": model_tar.as_uri()},
     )
     variant = {
         "VariantName": "AllTraffic",
@@ -368,11 +289,11 @@ def _remove_endpoint(sm: Any, server: Any) -> None:
 
 
 def _print_logs(url: str, console: Console, tail: int = 30) -> None:
-    import httpx
+    from emulator.admin_client import ServerUnreachable, admin_request
 
     try:
-        resp = httpx.get(f"{url}/_smlocal/endpoints/{ENDPOINT_NAME}/logs", params={"tail": tail}, timeout=10)
-    except httpx.HTTPError:
+        resp = admin_request(url, "GET", f"endpoints/{ENDPOINT_NAME}/logs", params={"tail": tail}, timeout=10)
+    except ServerUnreachable:
         return
     if resp.status_code == 200 and resp.text.strip():
         console.print(f"[bold]Last {tail} log lines of the container:[/]")
@@ -397,6 +318,7 @@ def _print_summary(
         ("model build (model.tar.gz)", f"{s.get('model', 0):.1f} s"),
         ("deploy -> InService", f"{s.get('deploy', 0):.1f} s"),
         (f"per request ({len(requests)})", per_request),
+        ("torch build in the image", timings.torch_build),
     ]
     for label, value in rows:
         console.print(f"  {label:<42} {value}", highlight=False)

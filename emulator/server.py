@@ -15,6 +15,7 @@ from emulator.app import SERVICE, build_app
 from emulator.config import ServerConfig
 from emulator.hosting.service import HostingService
 from emulator.runtime.base import ContainerRuntime
+from emulator.server_record import remove_record, write_record
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,8 +45,10 @@ def serve_forever(
     app = build_app(config, runtime=runtime, stop_containers_on_exit=not keep_containers)
     loop = new_event_loop(event_loop)
     asyncio.set_event_loop(loop)
+    url = f"http://{config.host}:{config.port}"
 
     def announce(message: str) -> None:
+        write_record(config.state_dir, url)  # `smlocal down --state-dir` finds this server by it
         log.info(
             "smlocal serving SageMaker APIs on http://%s:%d (state dir %s)",
             config.host,
@@ -53,16 +56,19 @@ def serve_forever(
             config.state_dir,
         )
 
-    web.run_app(
-        app,
-        host=config.host,
-        port=config.port,
-        access_log=None,
-        print=announce,
-        shutdown_timeout=5.0,
-        handle_signals=True,
-        loop=loop,
-    )
+    try:
+        web.run_app(
+            app,
+            host=config.host,
+            port=config.port,
+            access_log=None,
+            print=announce,
+            shutdown_timeout=5.0,
+            handle_signals=True,
+            loop=loop,
+        )
+    finally:
+        remove_record(config.state_dir, url)
     log.debug("event loop was %s", type(loop).__module__)
 
 
@@ -77,10 +83,13 @@ async def running_server(
     site = web.TCPSite(runner, config.host, config.port)
     await site.start()
     port = runner.addresses[0][1]
+    url = f"http://{config.host}:{port}"
+    write_record(config.state_dir, url)
     try:
-        yield f"http://{config.host}:{port}", app[SERVICE]
+        yield url, app[SERVICE]
     finally:
         await runner.cleanup()
+        remove_record(config.state_dir, url)
 
 
 class BackgroundServer:

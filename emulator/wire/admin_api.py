@@ -70,7 +70,10 @@ def _follow(request: web.Request) -> bool:
 
 
 async def health(request: web.Request, svc: HostingService) -> web.Response:
-    return web.json_response({"status": "ok", "version": __version__, "endpoints": len(svc.endpoints)})
+    owner = labels.owner_id(svc.config.state_dir)  # `smlocal down` checks it before a shutdown
+    return web.json_response(
+        {"status": "ok", "version": __version__, "endpoints": len(svc.endpoints), "owner": owner}
+    )
 
 
 async def endpoint_logs(request: web.Request, svc: HostingService) -> web.StreamResponse:

@@ -162,3 +162,4 @@ def test_smlocal_demo_writes_a_png(sample_image: str, tmp_path: Path) -> None:
     assert str(out) in proc.stdout.replace("\n", "")
     for timing in ("image build", "model build", "deploy -> InService", "per request"):
         assert timing in proc.stdout
+    assert "torch build in the image: CPU only" in proc.stdout  # read from the image's label

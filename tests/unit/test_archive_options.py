@@ -53,17 +53,17 @@ def test_bad_values_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as caught:
         build_parser().parse_args(["serve", "--archive-max-entries", "0"])
     assert caught.value.code == 2
-    assert "must be positive: '0'" in capsys.readouterr().err
+    assert "must be 1 or more: '0'" in capsys.readouterr().err
 
 
 def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "over N bytes (default 1048576)" in out
-    assert "more than N members (default 100000)" in out
-    assert "(default 107374182400)" in out
-    assert "(default 200.0)" in out
+    assert "over N bytes (default: 1048576)" in out
+    assert "more than N members (default: 100000)" in out
+    assert "(default: 107374182400)" in out
+    assert "(default: 200.0)" in out
     assert "--allow-local-model-dir DIR" in out
 
 
