@@ -154,22 +154,8 @@ class Deployer:
         """Start `count` more instances of a running variant and wait until each is healthy;
         on any failure (or cancellation) stop the ones started and raise."""
         instances: list[Instance] = []
-
-        async def start_one() -> None:
-            # The engine call runs in a thread that cancellation cannot stop: wait for it, so the
-            # container it creates is known (and stopped below) rather than orphaned.
-            starting = asyncio.ensure_future(self.start_instance(plan))
-            try:
-                instances.append(await asyncio.shield(starting))
-            except asyncio.CancelledError:
-                with contextlib.suppress(Exception):
-                    instances.append(await starting)
-                raise
-
         try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(count):
-                    group.create_task(start_one())
+            await self._start_into(plan, count, instances)
             async with asyncio.TaskGroup() as group:
                 for instance in instances:
                     group.create_task(self.wait_healthy(plan, instance))
@@ -179,6 +165,24 @@ class Deployer:
                 raise first_error(exc) from None
             raise
         return instances
+
+    async def _start_into(self, plan: VariantPlan, count: int, instances: list[Instance]) -> None:
+        """Start `count` containers of the plan at once, appending each to `instances` as it starts.
+        The engine call runs in a thread that cancellation cannot stop: a cancelled start waits for
+        it, so the container it creates is known (and stopped by the caller) rather than orphaned."""
+
+        async def start_one() -> None:
+            starting = asyncio.ensure_future(self.start_instance(plan))
+            try:
+                instances.append(await asyncio.shield(starting))
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    instances.append(await starting)
+                raise
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(count):
+                group.create_task(start_one())
 
     async def wait_healthy(self, plan: VariantPlan, instance: Instance) -> None:
         variant = plan.variant
@@ -228,17 +232,12 @@ class Deployer:
         """Start (or adopt) the variant's instances and wait until every one is healthy."""
         instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
         try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [
-                    group.create_task(self.start_instance(plan))
-                    for _ in range(plan.variant.initial_instance_count - len(instances))
-                ]
-            instances.extend(t.result() for t in tasks)
+            await self._start_into(plan, plan.variant.initial_instance_count - len(instances), instances)
             async with asyncio.TaskGroup() as group:
                 for instance in instances:
                     group.create_task(self.wait_healthy(plan, instance))
         except BaseException as exc:
-            await self.stop_instances(instances)
+            await asyncio.shield(self.stop_instances(instances))
             if isinstance(exc, BaseExceptionGroup):
                 raise first_error(exc) from None
             raise
@@ -257,8 +256,16 @@ class Deployer:
         )
 
     async def stop_instances(self, instances: Sequence[Instance], grace_s: float | None = None) -> None:
+        """Stop and remove the instances' containers, all at once. Never raises an engine error: a
+        container the engine could not stop or remove is logged (and swept at shutdown or the next
+        start), so that an update or deletion is never left half done by one failed stop."""
         grace = self._config.limits.stop_grace_s if grace_s is None else grace_s
-        await asyncio.gather(*(self._stop(i, grace) for i in instances))
+        results = await asyncio.gather(*(self._stop(i, grace) for i in instances), return_exceptions=True)
+        for instance, result in zip(instances, results, strict=True):
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            if isinstance(result, BaseException):
+                log.warning("could not stop %s (%s): %s", instance.instance_id, instance.handle.name, result)
 
     async def _stop(self, instance: Instance, grace_s: float) -> None:
         await self.stop_container(instance.handle.id, grace_s, instance.log_path)

@@ -33,7 +33,7 @@ from emulator.errors import (
     ValidationFailed,
     first_error,
 )
-from emulator.hosting import persistence
+from emulator.hosting import persistence, rollout
 from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.instance_health import InstanceHealth
@@ -371,12 +371,11 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         adopt = adopt or {}
         fleets: list[VariantFleet] = []
         try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [
-                    group.create_task(self._launch(endpoint.name, v, adopt.get(v.variant_name, [])))
-                    for v in endpoint_config.production_variants
-                ]
-            fleets = [t.result() for t in tasks]
+            fleets = await rollout.launch_all(
+                lambda v: self._launch(endpoint.name, v, adopt.get(v.variant_name, [])),
+                self.deployer,
+                endpoint_config.production_variants,
+            )
         except BaseExceptionGroup as group_exc:
             error = first_error(group_exc)
             if isinstance(error, asyncio.CancelledError):
@@ -401,13 +400,25 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
     async def _launch(
         self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]
     ) -> VariantFleet:
-        plan = await self._plan(endpoint_name, variant)
+        """Start the variant (adopting the matching ones of `adopt`). Every container of `adopt` is
+        owned from here on: kept in the fleet, or stopped (not matching, or the launch failed)."""
+        try:
+            plan = await self._plan(endpoint_name, variant)
+        except BaseException:
+            await asyncio.shield(self._stop_handles(adopt))
+            raise
         keep = self.deployer.matching(plan, adopt)[: variant.initial_instance_count]
-        extra = [h for h in adopt if h not in keep]
-        await asyncio.gather(
-            *(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in extra)
+        await self._stop_handles([h for h in adopt if h not in keep])
+        return await self.deployer.launch_variant(plan, adopt=keep)  # stops `keep` if it fails
+
+    async def _stop_handles(self, handles: Sequence[ContainerHandle]) -> None:
+        grace = self.config.limits.stop_grace_s
+        results = await asyncio.gather(
+            *(self.deployer.stop_container(h.id, grace) for h in handles), return_exceptions=True
         )
-        return await self.deployer.launch_variant(plan, adopt=keep)
+        for handle, result in zip(handles, results, strict=True):
+            if isinstance(result, Exception):
+                log.warning("could not stop container %s: %s", handle.name, result)
 
     async def _teardown(
         self,
