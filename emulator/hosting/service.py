@@ -143,21 +143,43 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         await self._reconcile()
 
     async def close(self, stop_containers: bool = True) -> None:
+        """Stop serving. With `stop_containers` (a graceful stop) deletions under way and containers
+        being stopped finish (their containers are removed, not left Exited), every fleet is
+        stopped, and any container still carrying this server's owner label is swept: nothing is
+        left. Without it (a simulated crash) every task is cancelled and the containers stay."""
         names = set(self._monitors) | set(self._replacements) | set(self._suspects)
         tasks = [t for name in names for t in self._quiesce(name, cancel_replacements=True)]
-        tasks += list(self._tasks.values())
-        tasks += list(self._stopping)
+        finishing: list[asyncio.Task[None]] = []
+        for key, task in list(self._tasks.items()):
+            endpoint = self.endpoints.get(key)
+            deleting = endpoint is not None and endpoint.status is EndpointStatus.DELETING
+            (finishing if stop_containers and deleting else tasks).append(task)
+        (finishing if stop_containers else tasks).extend(self._stopping)
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, *finishing, return_exceptions=True)
         if stop_containers:
+            await asyncio.gather(*list(self._stopping), return_exceptions=True)
             instances = [i for fleet in self._fleets.values() for i in fleet.all_instances()]
             instances += [i for name in list(self._suspects) for i in self._suspects.pop(name)]
             await self.deployer.stop_instances(instances)
             self._fleets.clear()
+            await self._sweep()
         await self.invoker.close()
         if self._ping_session is not None:
             await self._ping_session.close()
+
+    async def _sweep(self) -> None:
+        """Stop and remove every container this server owns that is still there (a task cancelled
+        mid-stop, a container started by a cancelled deployment)."""
+        try:
+            left = await asyncio.to_thread(self.deployer.owned_containers)
+        except EngineError as exc:
+            log.warning("could not list this server's containers at shutdown: %s", exc)
+            return
+        if left:
+            log.info("removing %d container(s) left at shutdown", len(left))
+        await self._stop_handles(left)
 
     async def settled(self, name: str) -> None:
         """Wait until the endpoint's running change (deployment, update, deletion) has finished."""

@@ -98,3 +98,28 @@ def test_orphans_of_this_state_dir_are_removed_on_start(
             except docker.errors.NotFound:
                 pass
         client.close()
+
+
+def _owned(client: docker.DockerClient, state_dir: Path) -> list[str]:
+    """This server's containers, running or not (one list call: no inspect that can race a removal)."""
+    owner = labels.owner_id(state_dir)
+    found = client.api.containers(all=True, filters={"label": f"{labels.OWNER}={owner}"})
+    return [f"{c['Names'][0]} ({c['Status']})" for c in found]
+
+
+def test_a_graceful_stop_while_deleting_leaves_no_container(
+    tmp_path: Path, echo_image: str, aws_credentials: None
+) -> None:
+    """The container ignores SIGTERM, so its deletion is still waiting out the stop grace when the
+    server stops: the stop waits for the deletion, which removes the container (it used to be left
+    Exited (137))."""
+    client = docker.from_env()
+    env = start_smlocal(tmp_path, echo_image)
+    try:
+        assert env.deploy("Going", env={"IGNORE_SIGTERM": "1"})["EndpointStatus"] == "InService"
+        env.sm.delete_endpoint(EndpointName="Going")
+        assert env.sm.describe_endpoint(EndpointName="Going")["EndpointStatus"] == "Deleting"
+    finally:
+        env.server.stop()
+    assert _owned(client, tmp_path) == []
+    client.close()
