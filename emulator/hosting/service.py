@@ -108,6 +108,8 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         self._replacements: dict[str, set[asyncio.Task[None]]] = {}
         self._suspects: dict[str, list[Instance]] = {}  # out of rotation, awaiting a verdict
         self._stopping: set[asyncio.Task[None]] = set()  # dead instances being stopped
+        #: lower-cased endpoint name -> the config and models it serves (persisted for restarts)
+        self._deployed: dict[str, persistence.Deployed] = {}
         self.health_check_interval_s = config.health_check_interval_s
         self.invoker = Invoker(config.limits.max_response_bytes, config.limits.invocation_timeout_s)
         self._ping_session: aiohttp.ClientSession | None = None
@@ -140,6 +142,7 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
             self.endpoint_configs.put(endpoint_config)
         for endpoint in snapshot.endpoints:
             self.endpoints.put(endpoint)
+        self._deployed = {name.lower(): d for name, d in snapshot.deployed.items()}
         await self._reconcile()
 
     async def close(self, stop_containers: bool = True) -> None:
@@ -192,7 +195,12 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
             await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
 
     def _persist(self) -> None:
-        snapshot = persistence.Snapshot(list(self.models), list(self.endpoint_configs), list(self.endpoints))
+        deployed = {
+            e.name: d for e in self.endpoints if (d := self._deployed.get(e.name.lower())) is not None
+        }
+        snapshot = persistence.Snapshot(
+            list(self.models), list(self.endpoint_configs), list(self.endpoints), deployed
+        )
         persistence.save(self.config.state_file, snapshot)
 
     def _spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
@@ -357,8 +365,11 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         self._persist()
         return updated
 
-    async def _plan(self, endpoint_name: str, variant: ProductionVariant) -> VariantPlan:
-        model = self.models.get(variant.model_name)
+    async def _plan(
+        self, endpoint_name: str, variant: ProductionVariant, model: Model | None = None
+    ) -> VariantPlan:
+        """`model`: the variant's model as deployed (a restart), else the one of that name now."""
+        model = model or self.models.get(variant.model_name)
         if model is None:
             raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
         container = model.primary_container
@@ -389,12 +400,19 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         endpoint: Endpoint,
         endpoint_config: EndpointConfig,
         adopt: Mapping[str, list[ContainerHandle]] | None = None,
+        deployed: persistence.Deployed | None = None,
     ) -> None:
+        """Launch the endpoint; `adopt` and `deployed` (the models it served) on a restart."""
         adopt = adopt or {}
         fleets: list[VariantFleet] = []
         try:
             fleets = await rollout.launch_all(
-                lambda v: self._launch(endpoint.name, v, adopt.get(v.variant_name, [])),
+                lambda v: self._launch(
+                    endpoint.name,
+                    v,
+                    adopt.get(v.variant_name, []),
+                    deployed.model(v.model_name) if deployed is not None else None,
+                ),
                 self.deployer,
                 endpoint_config.production_variants,
             )
@@ -415,17 +433,32 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         fleet = EndpointFleet(fleets)
         self._fleets[endpoint.name] = fleet
         self._fault_contexts[endpoint.name] = FaultContext(self.account, endpoint.name)
+        base = deployed.endpoint_config if deployed is not None else endpoint_config
+        self._remember_deployed(endpoint.name, base)
         self._set_status(endpoint.name, EndpointStatus.IN_SERVICE)
         self.deployer.platform_log(endpoint.name, "endpoint InService")
         self._watch(endpoint.name)
 
+    def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
+        """Keep what the endpoint now serves (its config and its fleet's models); persisted by the
+        caller's next status change."""
+        fleet = self._fleets.get(name)
+        if fleet is None:
+            return
+        models = {v.plan.model.name: v.plan.model for v in fleet.variants.values() if v.plan is not None}
+        self._deployed[name.lower()] = persistence.Deployed(endpoint_config, tuple(models.values()))
+
     async def _launch(
-        self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        adopt: list[ContainerHandle],
+        model: Model | None = None,
     ) -> VariantFleet:
         """Start the variant (adopting the matching ones of `adopt`). Every container of `adopt` is
         owned from here on: kept in the fleet, or stopped (not matching, or the launch failed)."""
         try:
-            plan = await self._plan(endpoint_name, variant)
+            plan = await self._plan(endpoint_name, variant, model)
         except BaseException:
             await asyncio.shield(self._stop_handles(adopt))
             raise
@@ -453,6 +486,7 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         if fleet is not None:
             await self.deployer.stop_instances(fleet.all_instances() + (extra or []))
         self.endpoints.remove(name)
+        self._deployed.pop(name.lower(), None)
         self._persist()
         self.deployer.platform_log(name, "endpoint deleted")
 
@@ -473,7 +507,14 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
                 EndpointStatus.SYSTEM_UPDATING,
             ):
                 continue
-            endpoint_config = self.endpoint_configs.get(endpoint.endpoint_config_name)
+            # What it served, kept with the endpoint; state files written before that was kept
+            # name only the config (and its models must still exist).
+            deployed = self._deployed.get(endpoint.name.lower())
+            endpoint_config = (
+                deployed.endpoint_config
+                if deployed is not None
+                else self.endpoint_configs.get(endpoint.endpoint_config_name)
+            )
             if endpoint_config is None:
                 reason = messages.not_found(
                     "endpoint-config", self.account.endpoint_config_arn(endpoint.endpoint_config_name)
@@ -496,7 +537,8 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
             # weights and counts changed since the config was deployed (autoscaling, too) come back
             effective = endpoint.effective_config(endpoint_config)
             self._spawn(
-                endpoint.name, self._deploy(updated, effective, group_by_variant(mine, endpoint.name))
+                endpoint.name,
+                self._deploy(updated, effective, group_by_variant(mine, endpoint.name), deployed),
             )
         orphans = [h for h in owned if h.id not in claimed]
         if orphans:

@@ -68,12 +68,21 @@ class ServiceBase:
     def _spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
         raise NotImplementedError
 
-    async def _plan(self, endpoint_name: str, variant: ProductionVariant) -> VariantPlan:
+    async def _plan(
+        self, endpoint_name: str, variant: ProductionVariant, model: Model | None = None
+    ) -> VariantPlan:
         raise NotImplementedError
 
     async def _launch(
-        self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        adopt: list[ContainerHandle],
+        model: Model | None = None,
     ) -> VariantFleet:
+        raise NotImplementedError
+
+    def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ offered by instance_health.py

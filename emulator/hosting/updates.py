@@ -239,6 +239,7 @@ class FleetUpdates(ServiceBase):
             self._set_status(name, EndpointStatus.IN_SERVICE, reason, pending_deployment=None)
             self._watch(name)
             return
+        self._remember_deployed(name, endpoint_config)
         self._set_status(
             name,
             EndpointStatus.IN_SERVICE,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import docker
@@ -121,5 +122,95 @@ def test_a_graceful_stop_while_deleting_leaves_no_container(
         assert env.sm.describe_endpoint(EndpointName="Going")["EndpointStatus"] == "Deleting"
     finally:
         env.server.stop()
+    assert _owned(client, tmp_path) == []
+    client.close()
+
+
+def test_an_endpoint_whose_model_and_config_were_deleted_survives_restarts(
+    tmp_path: Path, echo_image: str, aws_credentials: None
+) -> None:
+    """SageMaker lets the model and the endpoint config be deleted while the endpoint serves; the
+    endpoint keeps serving. Across a crash (containers adopted) and a graceful restart (containers
+    re-launched from the copy kept with the endpoint) it stays InService, and DeleteEndpoint then
+    removes its containers."""
+    client = docker.from_env()
+    crashed = start_smlocal(tmp_path, echo_image, stop_containers=False)
+    try:
+        assert crashed.deploy("Orphaned", count=2, env={"COLOR": "kept"})["EndpointStatus"] == "InService"
+        crashed.sm.delete_endpoint_config(EndpointConfigName="Orphaned")
+        crashed.sm.delete_model(ModelName="Orphaned")
+        # a new config of the same name does not change what the endpoint serves
+        crashed.sm.create_model(ModelName="Other", PrimaryContainer={"Image": echo_image})
+        crashed.sm.create_endpoint_config(
+            EndpointConfigName="Orphaned",
+            ProductionVariants=[{"VariantName": "Other", "ModelName": "Other", "InitialInstanceCount": 1}],
+        )
+    finally:
+        crashed.server.stop()
+    before = sorted(_containers(client, "Orphaned"))
+    assert len(before) == 2
+
+    adopted = start_smlocal(tmp_path, echo_image)
+    try:
+        described = adopted.wait("Orphaned")
+        assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+        assert [v["VariantName"] for v in described["ProductionVariants"]] == ["AllTraffic"]
+        assert sorted(_containers(client, "Orphaned")) == before  # the same containers, adopted
+        reply = adopted.rt.invoke_endpoint(EndpointName="Orphaned", Body=b"x", CustomAttributes="env=COLOR")
+        assert reply["Body"].read() == b"kept"
+    finally:
+        adopted.server.stop()  # graceful: the adopted containers are stopped with the server
+    assert _containers(client, "Orphaned") == []
+
+    relaunched = start_smlocal(tmp_path, echo_image)
+    try:
+        assert relaunched.wait("Orphaned")["EndpointStatus"] == "InService"
+        assert len(_containers(client, "Orphaned")) == 2
+        reply = relaunched.rt.invoke_endpoint(
+            EndpointName="Orphaned", Body=b"x", CustomAttributes="env=COLOR"
+        )
+        assert reply["Body"].read() == b"kept"
+        relaunched.sm.delete_endpoint(EndpointName="Orphaned")
+        assert relaunched.server.service is not None
+        relaunched.server.call(relaunched.server.service.wait_idle(), timeout_s=60)
+        assert _containers(client, "Orphaned") == []
+        relaunched.sm.delete_endpoint_config(EndpointConfigName="Orphaned")
+        relaunched.sm.delete_model(ModelName="Other")
+    finally:
+        relaunched.server.stop()
+    assert _owned(client, tmp_path) == []
+    client.close()
+
+
+def test_an_endpoint_that_cannot_be_readopted_leaves_no_container(
+    tmp_path: Path, echo_image: str, aws_credentials: None
+) -> None:
+    """A state file from before the deployed copy was kept names only the config, whose model is
+    gone: the endpoint goes Failed and its adopted containers are stopped, not left unowned."""
+    client = docker.from_env()
+    crashed = start_smlocal(tmp_path, echo_image, stop_containers=False)
+    try:
+        assert crashed.deploy("Lost")["EndpointStatus"] == "InService"
+        crashed.sm.delete_model(ModelName="Lost")
+    finally:
+        crashed.server.stop()
+    state = tmp_path / "state.json"
+    document = json.loads(state.read_text())
+    document.pop("deployed", None)  # as an earlier version wrote it
+    state.write_text(json.dumps(document))
+    assert len(_containers(client, "Lost")) == 1
+
+    restarted = start_smlocal(tmp_path, echo_image)
+    try:
+        described = restarted.wait("Lost")
+        assert described["EndpointStatus"] == "Failed"
+        assert (
+            described["FailureReason"]
+            == 'Could not find model "arn:aws:sagemaker:us-east-1:123456789012:model/lost".'
+        )
+        assert _containers(client, "Lost") == []
+        restarted.cleanup("Lost")
+    finally:
+        restarted.server.stop()
     assert _owned(client, tmp_path) == []
     client.close()
