@@ -22,6 +22,7 @@ import aiohttp
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, first_error
 from emulator.hosting import logs
+from emulator.hosting.executors import Executors
 from emulator.hosting.fleet import Instance, VariantFleet, new_instance_id
 from emulator.hosting.readiness import Outcome, PingPolicy, wait_until_healthy
 from emulator.model import messages
@@ -68,9 +69,12 @@ class Deployer:
         config: ServerConfig,
         runtime: ContainerRuntime,
         ping_session: Callable[[], aiohttp.ClientSession],
+        executors: Executors | None = None,
     ) -> None:
         self._config = config
         self._runtime = runtime
+        #: the service's thread pools (a Deployer of its own otherwise: tests)
+        self.executors = executors or Executors()
         self._ping_session = ping_session
         self._owner = labels.owner_id(config.state_dir)
 
@@ -121,7 +125,7 @@ class Deployer:
 
     async def start_instance(self, plan: VariantPlan) -> Instance:
         instance_id = new_instance_id()
-        handle = await asyncio.to_thread(self._runtime.start, self._spec(plan, instance_id))
+        handle = await self.executors.engine(self._runtime.start, self._spec(plan, instance_id))
         log.info(
             "%s/%s: started %s (%s) on %s",
             plan.endpoint_name,
@@ -206,8 +210,8 @@ class Deployer:
                 )
                 return
         if readiness is None or readiness.outcome is Outcome.EXITED:
-            state = await asyncio.to_thread(self._runtime.state, instance.handle.id)
-            text = await asyncio.to_thread(self._runtime.logs, instance.handle.id, 10)
+            state = await self.executors.engine(self._runtime.state, instance.handle.id)
+            text = await self.executors.engine(self._runtime.logs, instance.handle.id, 10)
             tail = text.rstrip("\n").splitlines() if text.strip() else []
             reason = messages.cannot_start_container(variant.variant_name)
             detail = f". The container exited with code {state.exit_code}" + (
@@ -272,11 +276,11 @@ class Deployer:
 
     async def stop_container(self, container_id: str, grace_s: float, log_path: Path | None = None) -> None:
         """SIGTERM, grace, SIGKILL; archive the container's log (when it has a stream); remove it."""
-        await asyncio.to_thread(self._runtime.stop, container_id, grace_s)
+        await self.executors.stop(self._runtime.stop, container_id, grace_s)
         if log_path is not None:
-            text = await asyncio.to_thread(self._runtime.logs, container_id)
-            await asyncio.to_thread(logs.archive, log_path, text)
-        await asyncio.to_thread(self._runtime.remove, container_id)
+            text = await self.executors.engine(self._runtime.logs, container_id)
+            await self.executors.engine(logs.archive, log_path, text)
+        await self.executors.engine(self._runtime.remove, container_id)
 
     def owned_containers(self) -> list[ContainerHandle]:
         return self._runtime.list({labels.MANAGED: "true", labels.OWNER: self._owner})

@@ -35,6 +35,7 @@ from emulator.errors import (
 )
 from emulator.hosting import persistence, rollout
 from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
+from emulator.hosting.executors import Executors
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.instance_health import InstanceHealth
 from emulator.hosting.invoker import ContainerReply, FaultContext, Invoker
@@ -113,7 +114,9 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         self.health_check_interval_s = config.health_check_interval_s
         self.invoker = Invoker(config.limits.max_response_bytes, config.limits.invocation_timeout_s)
         self._ping_session: aiohttp.ClientSession | None = None
-        self.deployer = Deployer(config, runtime, lambda: self.ping_session)
+        # Blocking work runs on the service's own bounded pools, never on the default executor.
+        self.executors = Executors()
+        self.deployer = Deployer(config, runtime, lambda: self.ping_session, self.executors)
         #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
         self.deletion_listeners: list[Callable[[str], None]] = []
         #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
@@ -171,12 +174,13 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         await self.invoker.close()
         if self._ping_session is not None:
             await self._ping_session.close()
+        self.executors.shutdown()
 
     async def _sweep(self) -> None:
         """Stop and remove every container this server owns that is still there (a task cancelled
         mid-stop, a container started by a cancelled deployment)."""
         try:
-            left = await asyncio.to_thread(self.deployer.owned_containers)
+            left = await self.executors.engine(self.deployer.owned_containers)
         except EngineError as exc:
             log.warning("could not list this server's containers at shutdown: %s", exc)
             return
@@ -230,11 +234,11 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
                 f"over the limit of {ENVIRONMENT_MAX_BYTES} bytes."
             )
         try:
-            await asyncio.to_thread(self.runtime.resolve_image, container.image)
+            await self.executors.engine(self.runtime.resolve_image, container.image)
         except ImageNotFound as exc:
             raise ValidationFailed(messages.image_not_found(container.image)) from exc
         if container.model_data is not None:
-            await asyncio.to_thread(self.artifacts.check_exists, container.model_data)
+            await self.executors.engine(self.artifacts.check_exists, container.model_data)
         if name in self.models:  # created meanwhile
             raise ResourceAlreadyExists(messages.already_exists("model", arn))
         model = Model(
@@ -374,7 +378,7 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
             raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
         container = model.primary_container
         try:
-            image = await asyncio.to_thread(self.runtime.resolve_image, container.image)
+            image = await self.executors.engine(self.runtime.resolve_image, container.image)
         except ImageNotFound as exc:
             raise DeploymentFailed(messages.image_not_found(container.image)) from exc
         # Without model data the container still gets a read-only /opt/ml/model (empty), as the
@@ -382,7 +386,7 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         model_dir = self._empty_model_dir()
         if container.model_data is not None:
             try:
-                model_dir = await asyncio.to_thread(self.artifacts.materialize, container.model_data)
+                model_dir = await self.executors.model_data(self.artifacts.materialize, container.model_data)
             except ModelDataError as exc:
                 detail = getattr(exc, "detail", None)
                 if detail:
@@ -491,8 +495,8 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         self.deployer.platform_log(name, "endpoint deleted")
 
     async def _reconcile(self) -> None:
-        owned = await asyncio.to_thread(self.deployer.owned_containers)
-        states = await asyncio.gather(*(asyncio.to_thread(self.runtime.state, h.id) for h in owned))
+        owned = await self.executors.engine(self.deployer.owned_containers)
+        states = await asyncio.gather(*(self.executors.engine(self.runtime.state, h.id) for h in owned))
         running = [h for h, st in zip(owned, states, strict=True) if st.running]
         claimed: set[str] = set()
         for endpoint in list(self.endpoints):
@@ -605,7 +609,7 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
                 streams[str(path.relative_to(root).with_suffix(""))] = path.read_text(errors="replace")
         fleet = self._fleets.get(endpoint_name)
         live = fleet.all_instances() if fleet is not None else []
-        texts = await asyncio.gather(*(asyncio.to_thread(self.runtime.logs, i.handle.id) for i in live))
+        texts = await asyncio.gather(*(self.executors.engine(self.runtime.logs, i.handle.id) for i in live))
         for instance, text in zip(live, texts, strict=True):
             streams[f"{instance.variant_name}/{instance.instance_id}"] = text
         return dict(sorted(streams.items()))

@@ -15,6 +15,7 @@ import aiohttp
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, EngineError
 from emulator.hosting.deployer import Deployer, VariantPlan
+from emulator.hosting.executors import Executors
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
 from emulator.model.arns import Account
 from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model, ProductionVariant
@@ -32,6 +33,7 @@ class ServiceBase:
     endpoint_configs: Registry[EndpointConfig]
     endpoints: Registry[Endpoint]
     deployer: Deployer
+    executors: Executors
     health_check_interval_s: float
     #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
     #: deployments with AutoRollbackConfiguration read it while they wait.
