@@ -232,6 +232,7 @@ class FleetUpdates(ServiceBase):
             reason = messages.rollback_failed(outcome.reason or "")
             self.deployer.platform_log(name, reason)
             self._set_status(name, EndpointStatus.UPDATE_ROLLBACK_FAILED, reason, pending_deployment=None)
+            self._watch(name)  # the mixed fleet serves: its instances stay watched
             return
         if outcome.reason is not None:
             reason = messages.rolled_back(outcome.reason)

@@ -229,3 +229,72 @@ def test_a_failed_scale_out_keeps_the_previous_desired_count(
     finally:
         smlocal.cleanup(name)
         client.close()
+
+
+def test_update_rollback_failed_keeps_the_mixed_fleet_watched(
+    smlocal: Smlocal, s3_client: Any, s3_bucket: str
+) -> None:
+    """A rolling update times out after its first batch and the rollback cannot start an old
+    instance (the old model's folder is gone from the host): UpdateRollbackFailed, the mixed fleet
+    serves, its instances are still watched (a killed one leaves rotation), and it can be deleted."""
+    client = docker.from_env()
+    name = "RollbackFails"
+    s3_client.put_object(Bucket=s3_bucket, Key="rbf/model.tar.gz", Body=_targz({"weights": b"1"}))
+    blue = _config(
+        smlocal,
+        f"{name}-blue",
+        {
+            "Image": smlocal.image,
+            "Environment": {"COLOR": "blue"},
+            "ModelDataUrl": f"s3://{s3_bucket}/rbf/model.tar.gz",
+        },
+    )
+    green = _config(smlocal, f"{name}-green", {"Image": smlocal.image, "Environment": {"COLOR": "green"}})
+    smlocal.sm.create_endpoint(EndpointName=name, EndpointConfigName=blue)
+    try:
+        assert smlocal.wait(name)["EndpointStatus"] == "InService"
+        old = _containers(client, smlocal, name)[0]
+        source = next(m["Source"] for m in old.attrs["Mounts"] if m["Destination"] == "/opt/ml/model")
+        shutil.rmtree(source)  # the old plan can no longer start an instance
+        smlocal.sm.update_endpoint(
+            EndpointName=name,
+            EndpointConfigName=green,
+            DeploymentConfig={
+                "RollingUpdatePolicy": {
+                    "MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                    "WaitIntervalInSeconds": 3600,  # 60 s at --time-scale 60: past the timeout
+                    "MaximumExecutionTimeoutInSeconds": 600,  # 10 s
+                }
+            },
+        )
+        done = _settled(smlocal, name)
+        assert done["EndpointStatus"] == "UpdateRollbackFailed", done
+        assert "the rollback failed too" in done["FailureReason"]
+        assert done["ProductionVariants"][0]["CurrentInstanceCount"] == 2
+        colors = {
+            smlocal.rt.invoke_endpoint(EndpointName=name, Body=b"x", CustomAttributes="env=COLOR")[
+                "Body"
+            ].read()
+            for _ in range(20)
+        }
+        assert colors <= {b"blue", b"green"} and colors
+        _containers(client, smlocal, name)[0].kill()
+        wait_for(
+            "the killed instance to leave rotation",
+            lambda: (
+                smlocal.sm.describe_endpoint(EndpointName=name)["ProductionVariants"][0][
+                    "CurrentInstanceCount"
+                ]
+                == 1
+            ),
+            20,
+        )
+        smlocal.sm.delete_endpoint(EndpointName=name)
+        assert smlocal.server.service is not None
+        smlocal.server.call(smlocal.server.service.wait_idle(), timeout_s=60)
+        assert _containers(client, smlocal, name) == []
+    finally:
+        smlocal.cleanup(name)
+        smlocal.cleanup(blue)
+        smlocal.cleanup(green)
+        client.close()
