@@ -298,3 +298,51 @@ def test_update_rollback_failed_keeps_the_mixed_fleet_watched(
         smlocal.cleanup(blue)
         smlocal.cleanup(green)
         client.close()
+
+
+def test_a_variant_that_fails_takes_the_healthy_variants_down_with_it(smlocal: Smlocal) -> None:
+    """Two variants, one never healthy (/ping answers 500 until the startup timeout): CreateEndpoint
+    ends Failed and a blue/green UpdateEndpoint ends InService on the old fleet, and in both the
+    healthy variant's new containers are stopped too, not left running unowned."""
+    client = docker.from_env()
+    name = "TwoVariants"
+    pair = f"{name}-pair"
+    smlocal.sm.create_model(ModelName=f"{name}-good", PrimaryContainer={"Image": smlocal.image})
+    smlocal.sm.create_model(
+        ModelName=f"{name}-bad",
+        PrimaryContainer={"Image": smlocal.image, "Environment": {"PING_STATUS": "500"}},
+    )
+    smlocal.sm.create_endpoint_config(
+        EndpointConfigName=pair,
+        ProductionVariants=[
+            {"VariantName": "Good", "ModelName": f"{name}-good", "InitialInstanceCount": 1},
+            {"VariantName": "Bad", "ModelName": f"{name}-bad", "InitialInstanceCount": 1},
+        ],
+    )
+    single = _config(smlocal, f"{name}-single", {"Image": smlocal.image})
+    try:
+        smlocal.sm.create_endpoint(EndpointName=name, EndpointConfigName=pair)
+        failed = smlocal.wait(name)
+        assert failed["EndpointStatus"] == "Failed"
+        assert failed["FailureReason"] == messages.ping_health_check_failed("Bad")
+        assert _containers(client, smlocal, name) == []
+        smlocal.cleanup(name)
+
+        smlocal.sm.create_endpoint(EndpointName=name, EndpointConfigName=single)
+        assert smlocal.wait(name)["EndpointStatus"] == "InService"
+        before = {c.id for c in _containers(client, smlocal, name)}
+        smlocal.sm.update_endpoint(EndpointName=name, EndpointConfigName=pair)
+        done = _settled(smlocal, name)
+        assert done["EndpointStatus"] == "InService" and done["EndpointConfigName"] == single
+        assert done["FailureReason"] == messages.ping_health_check_failed("Bad")
+        assert {c.id for c in _containers(client, smlocal, name)} == before
+    finally:
+        smlocal.cleanup(name)
+        smlocal.cleanup(single)
+        smlocal.cleanup(pair)
+        for model in (f"{name}-good", f"{name}-bad"):
+            try:
+                smlocal.sm.delete_model(ModelName=model)
+            except smlocal.sm.exceptions.ClientError:
+                pass
+        client.close()
