@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import docker
@@ -212,5 +213,51 @@ def test_an_endpoint_that_cannot_be_readopted_leaves_no_container(
         restarted.cleanup("Lost")
     finally:
         restarted.server.stop()
+    assert _owned(client, tmp_path) == []
+    client.close()
+
+
+def test_a_graceful_stop_during_an_update_leaves_no_container(
+    tmp_path: Path, echo_image: str, aws_credentials: None
+) -> None:
+    """Stopped while a blue/green update bakes (the new fleet routed, the old one waiting to be
+    retired): both fleets' containers are removed."""
+    client = docker.from_env()
+    env = start_smlocal(tmp_path, echo_image)
+    try:
+        assert env.deploy("Baking", count=2)["EndpointStatus"] == "InService"
+        env.sm.create_model(ModelName="Baking-new", PrimaryContainer={"Image": echo_image})
+        env.sm.create_endpoint_config(
+            EndpointConfigName="Baking-new",
+            ProductionVariants=[
+                {"VariantName": "AllTraffic", "ModelName": "Baking-new", "InitialInstanceCount": 2}
+            ],
+        )
+        env.sm.update_endpoint(
+            EndpointName="Baking",
+            EndpointConfigName="Baking-new",
+            DeploymentConfig={
+                "BlueGreenUpdatePolicy": {
+                    "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 0},
+                    "TerminationWaitInSeconds": 600,
+                }
+            },
+        )
+
+        def baking() -> bool:
+            pending = env.sm.describe_endpoint(EndpointName="Baking").get("PendingDeploymentSummary", {})
+            return any(
+                s["Status"] == "Baking"
+                for v in pending.get("ProductionVariants", [])
+                for s in v.get("VariantStatus", [])
+            )
+
+        deadline = time.monotonic() + 60
+        while not baking():
+            assert time.monotonic() < deadline, "the update never reached its baking stage"
+            time.sleep(0.05)
+        assert len(_containers(client, "Baking")) == 4
+    finally:
+        env.server.stop()
     assert _owned(client, tmp_path) == []
     client.close()
