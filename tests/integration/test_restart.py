@@ -16,8 +16,9 @@ pytestmark = pytest.mark.docker
 
 
 def _containers(client: docker.DockerClient, endpoint: str) -> list[str]:
+    """Ids of the endpoint's containers, running or not (one list call: no inspect to race a removal)."""
     return [
-        c.id for c in client.containers.list(all=True, filters={"label": f"{labels.ENDPOINT}={endpoint}"})
+        c["Id"] for c in client.api.containers(all=True, filters={"label": f"{labels.ENDPOINT}={endpoint}"})
     ]
 
 
