@@ -11,6 +11,7 @@ import shutil
 import tarfile
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +88,25 @@ def _config(smlocal: Smlocal, name: str, container: dict[str, Any], count: int =
     return name
 
 
-def _containers(client: docker.DockerClient, smlocal: Smlocal, endpoint: str) -> list[Any]:
+@dataclass(frozen=True)
+class Seen:
+    """One container as the engine's list call shows it (no inspect per container: none can race a
+    removal under way)."""
+
+    id: str
+    status: str
+    mounts: dict[str, str]  # destination -> host source
+
+
+def _containers(client: docker.DockerClient, smlocal: Smlocal, endpoint: str) -> list[Seen]:
     owner = labels.owner_id(smlocal.state_dir)
-    return list(
-        client.containers.list(
-            all=True, filters={"label": [f"{labels.OWNER}={owner}", f"{labels.ENDPOINT}={endpoint}"]}
-        )
+    found = client.api.containers(
+        all=True, filters={"label": [f"{labels.OWNER}={owner}", f"{labels.ENDPOINT}={endpoint}"]}
     )
+    return [
+        Seen(c["Id"], c["State"], {m["Destination"]: m["Source"] for m in c.get("Mounts") or []})
+        for c in found
+    ]
 
 
 def _settled(smlocal: Smlocal, name: str) -> dict[str, Any]:
@@ -133,7 +146,7 @@ def _failing_models(
 def _assert_watched(smlocal: Smlocal, client: docker.DockerClient, name: str) -> None:
     """Health monitoring is on: a killed instance is replaced."""
     victim = _containers(client, smlocal, name)[0]
-    victim.kill()
+    client.containers.get(victim.id).kill()
     wait_for(
         "the killed instance to be replaced",
         lambda: (
@@ -208,9 +221,7 @@ def test_a_failed_scale_out_keeps_the_previous_desired_count(
     try:
         assert smlocal.wait(name)["EndpointStatus"] == "InService"
         (container,) = _containers(client, smlocal, name)
-        source = Path(
-            next(m["Source"] for m in container.attrs["Mounts"] if m["Destination"] == "/opt/ml/model")
-        )
+        source = Path(container.mounts["/opt/ml/model"])
         shutil.rmtree(source)  # the plan's folder: a new container's bind mount now fails
         smlocal.sm.update_endpoint_weights_and_capacities(
             EndpointName=name,
@@ -254,7 +265,7 @@ def test_update_rollback_failed_keeps_the_mixed_fleet_watched(
     try:
         assert smlocal.wait(name)["EndpointStatus"] == "InService"
         old = _containers(client, smlocal, name)[0]
-        source = next(m["Source"] for m in old.attrs["Mounts"] if m["Destination"] == "/opt/ml/model")
+        source = old.mounts["/opt/ml/model"]
         shutil.rmtree(source)  # the old plan can no longer start an instance
         smlocal.sm.update_endpoint(
             EndpointName=name,
@@ -278,7 +289,7 @@ def test_update_rollback_failed_keeps_the_mixed_fleet_watched(
             for _ in range(20)
         }
         assert colors <= {b"blue", b"green"} and colors
-        _containers(client, smlocal, name)[0].kill()
+        client.containers.get(_containers(client, smlocal, name)[0].id).kill()
         wait_for(
             "the killed instance to leave rotation",
             lambda: (
