@@ -22,6 +22,7 @@ import aiohttp
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, first_error
 from emulator.hosting import logs
+from emulator.hosting.executors import Executors
 from emulator.hosting.fleet import Instance, VariantFleet, new_instance_id
 from emulator.hosting.readiness import Outcome, PingPolicy, wait_until_healthy
 from emulator.model import messages
@@ -70,9 +71,12 @@ class Deployer:
         config: ServerConfig,
         runtime: ContainerRuntime,
         ping_session: Callable[[], aiohttp.ClientSession],
+        executors: Executors | None = None,
     ) -> None:
         self._config = config
         self._runtime = runtime
+        #: the service's thread pools (a Deployer of its own otherwise: tests)
+        self.executors = executors or Executors()
         self._ping_session = ping_session
         self._owner = labels.owner_id(config.state_dir)
 
@@ -124,7 +128,7 @@ class Deployer:
 
     async def start_instance(self, plan: VariantPlan) -> Instance:
         instance_id = new_instance_id()
-        handle = await asyncio.to_thread(self._runtime.start, self._spec(plan, instance_id))
+        handle = await self.executors.engine(self._runtime.start, self._spec(plan, instance_id))
         log.info(
             "%s/%s: started %s (%s) on %s",
             plan.endpoint_name,
@@ -158,22 +162,8 @@ class Deployer:
         """Start `count` more instances of a running variant and wait until each is healthy;
         on any failure (or cancellation) stop the ones started and raise."""
         instances: list[Instance] = []
-
-        async def start_one() -> None:
-            # The engine call runs in a thread that cancellation cannot stop: wait for it, so the
-            # container it creates is known (and stopped below) rather than orphaned.
-            starting = asyncio.ensure_future(self.start_instance(plan))
-            try:
-                instances.append(await asyncio.shield(starting))
-            except asyncio.CancelledError:
-                with contextlib.suppress(Exception):
-                    instances.append(await starting)
-                raise
-
         try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(count):
-                    group.create_task(start_one())
+            await self._start_into(plan, count, instances)
             async with asyncio.TaskGroup() as group:
                 for instance in instances:
                     group.create_task(self.wait_healthy(plan, instance))
@@ -183,6 +173,24 @@ class Deployer:
                 raise first_error(exc) from None
             raise
         return instances
+
+    async def _start_into(self, plan: VariantPlan, count: int, instances: list[Instance]) -> None:
+        """Start `count` containers of the plan at once, appending each to `instances` as it starts.
+        The engine call runs in a thread that cancellation cannot stop: a cancelled start waits for
+        it, so the container it creates is known (and stopped by the caller) rather than orphaned."""
+
+        async def start_one() -> None:
+            starting = asyncio.ensure_future(self.start_instance(plan))
+            try:
+                instances.append(await asyncio.shield(starting))
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    instances.append(await starting)
+                raise
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(count):
+                group.create_task(start_one())
 
     async def wait_healthy(self, plan: VariantPlan, instance: Instance) -> None:
         variant = plan.variant
@@ -206,8 +214,8 @@ class Deployer:
                 )
                 return
         if readiness is None or readiness.outcome is Outcome.EXITED:
-            state = await asyncio.to_thread(self._runtime.state, instance.handle.id)
-            text = await asyncio.to_thread(self._runtime.logs, instance.handle.id, 10)
+            state = await self.executors.engine(self._runtime.state, instance.handle.id)
+            text = await self.executors.engine(self._runtime.logs, instance.handle.id, 10)
             tail = text.rstrip("\n").splitlines() if text.strip() else []
             reason = messages.cannot_start_container(variant.variant_name)
             detail = f". The container exited with code {state.exit_code}" + (
@@ -232,17 +240,12 @@ class Deployer:
         """Start (or adopt) the variant's instances and wait until every one is healthy."""
         instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
         try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [
-                    group.create_task(self.start_instance(plan))
-                    for _ in range(plan.variant.initial_instance_count - len(instances))
-                ]
-            instances.extend(t.result() for t in tasks)
+            await self._start_into(plan, plan.variant.initial_instance_count - len(instances), instances)
             async with asyncio.TaskGroup() as group:
                 for instance in instances:
                     group.create_task(self.wait_healthy(plan, instance))
         except BaseException as exc:
-            await self.stop_instances(instances)
+            await asyncio.shield(self.stop_instances(instances))
             if isinstance(exc, BaseExceptionGroup):
                 raise first_error(exc) from None
             raise
@@ -261,19 +264,27 @@ class Deployer:
         )
 
     async def stop_instances(self, instances: Sequence[Instance], grace_s: float | None = None) -> None:
+        """Stop and remove the instances' containers, all at once. Never raises an engine error: a
+        container the engine could not stop or remove is logged (and swept at shutdown or the next
+        start), so that an update or deletion is never left half done by one failed stop."""
         grace = self._config.limits.stop_grace_s if grace_s is None else grace_s
-        await asyncio.gather(*(self._stop(i, grace) for i in instances))
+        results = await asyncio.gather(*(self._stop(i, grace) for i in instances), return_exceptions=True)
+        for instance, result in zip(instances, results, strict=True):
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            if isinstance(result, BaseException):
+                log.warning("could not stop %s (%s): %s", instance.instance_id, instance.handle.name, result)
 
     async def _stop(self, instance: Instance, grace_s: float) -> None:
         await self.stop_container(instance.handle.id, grace_s, instance.log_path)
 
     async def stop_container(self, container_id: str, grace_s: float, log_path: Path | None = None) -> None:
         """SIGTERM, grace, SIGKILL; archive the container's log (when it has a stream); remove it."""
-        await asyncio.to_thread(self._runtime.stop, container_id, grace_s)
+        await self.executors.stop(self._runtime.stop, container_id, grace_s)
         if log_path is not None:
-            text = await asyncio.to_thread(self._runtime.logs, container_id)
-            await asyncio.to_thread(logs.archive, log_path, text)
-        await asyncio.to_thread(self._runtime.remove, container_id)
+            text = await self.executors.engine(self._runtime.logs, container_id)
+            await self.executors.engine(logs.archive, log_path, text)
+        await self.executors.engine(self._runtime.remove, container_id)
 
     def owned_containers(self) -> list[ContainerHandle]:
         return self._runtime.list({labels.MANAGED: "true", labels.OWNER: self._owner})

@@ -12,6 +12,9 @@ from emulator.hosting.fleet import Instance, VariantFleet
 from emulator.hosting.service_base import ServiceBase
 from emulator.model.resources import EndpointStatus
 
+# [U] UpdateRollbackFailed: a mixed fleet still serves (spec §6.3), so its instances stay watched
+_SERVING = (EndpointStatus.IN_SERVICE, EndpointStatus.UPDATE_ROLLBACK_FAILED)
+
 
 class InstanceHealth(ServiceBase):
     def _watch(self, name: str) -> None:
@@ -46,7 +49,7 @@ class InstanceHealth(ServiceBase):
         while True:
             fleet = self._fleets.get(name)
             endpoint = self.endpoints.get(name)
-            if fleet is None or endpoint is None or endpoint.status is not EndpointStatus.IN_SERVICE:
+            if fleet is None or endpoint is None or endpoint.status not in _SERVING:
                 return
             serving = [(v, i) for v in fleet.variants.values() for i in v.instances]
             await health.first_exit([i for _, i in serving], max(0.0, next_ping - loop.time()))

@@ -29,11 +29,26 @@ from emulator.model.resources import (
 FORMAT_VERSION = 1
 
 
+@dataclass(frozen=True)
+class Deployed:
+    """What a serving endpoint runs: its endpoint config and the models of its variants, as they
+    were when deployed. SageMaker lets both be deleted (or re-created differently) while the
+    endpoint serves; a restart re-adopts the endpoint from this copy, not from the registries."""
+
+    endpoint_config: EndpointConfig
+    models: tuple[Model, ...]
+
+    def model(self, name: str) -> Model | None:
+        return next((m for m in self.models if m.name == name), None)
+
+
 @dataclass
 class Snapshot:
     models: list[Model] = field(default_factory=list)
     endpoint_configs: list[EndpointConfig] = field(default_factory=list)
     endpoints: list[Endpoint] = field(default_factory=list)
+    #: endpoint name -> what it serves (absent from state files written before it was kept)
+    deployed: dict[str, Deployed] = field(default_factory=dict)
 
 
 def _ts(value: datetime) -> str:
@@ -202,6 +217,13 @@ def save(path: Path, snapshot: Snapshot) -> None:
         "models": [_model_to_json(m) for m in snapshot.models],
         "endpoint_configs": [_config_to_json(c) for c in snapshot.endpoint_configs],
         "endpoints": [_endpoint_to_json(e) for e in snapshot.endpoints],
+        "deployed": {
+            name: {
+                "endpoint_config": _config_to_json(d.endpoint_config),
+                "models": [_model_to_json(m) for m in d.models],
+            }
+            for name, d in sorted(snapshot.deployed.items())
+        },
     }
     write_atomically(path, json.dumps(document, indent=1, sort_keys=True))
 
@@ -229,4 +251,10 @@ def load(path: Path) -> Snapshot:
         models=[_model_from_json(m) for m in document["models"]],
         endpoint_configs=[_config_from_json(c) for c in document["endpoint_configs"]],
         endpoints=[_endpoint_from_json(e) for e in document["endpoints"]],
+        deployed={
+            name: Deployed(
+                _config_from_json(d["endpoint_config"]), tuple(_model_from_json(m) for m in d["models"])
+            )
+            for name, d in document.get("deployed", {}).items()
+        },
     )

@@ -9,10 +9,10 @@ The hosting service owns the endpoint; it hands a deployment a `FleetHost` (itse
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from emulator.config import ServerConfig
 from emulator.hosting.deployer import Deployer, VariantPlan
@@ -90,6 +90,25 @@ class Watch:
             await asyncio.sleep(min(ALARM_CHECK_S, end - loop.time()))
 
 
+async def launch_all(
+    launch: Callable[[ProductionVariant], Coroutine[Any, Any, VariantFleet]],
+    deployer: Deployer,
+    variants: Sequence[ProductionVariant],
+) -> list[VariantFleet]:
+    """Launch every variant at once. When one fails (or the caller is cancelled) the others are
+    cancelled, and the variants that had already become healthy are stopped too: a failed launch
+    leaves no container behind. Raises the TaskGroup's exception group."""
+    tasks: list[asyncio.Task[VariantFleet]] = []
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(launch(v)) for v in variants]
+    except BaseException:
+        launched = [t.result() for t in tasks if t.done() and not t.cancelled() and t.exception() is None]
+        await asyncio.shield(deployer.stop_instances([i for f in launched for i in f.instances]))
+        raise
+    return [t.result() for t in tasks]
+
+
 async def blue_green(
     host: FleetHost, name: str, config: EndpointConfig, deployment: dp.DeploymentConfig | None
 ) -> Outcome:
@@ -98,9 +117,9 @@ async def blue_green(
     policy = deployment.blue_green if deployment is not None else None
     routing = policy.traffic_routing if policy is not None else dp.TrafficRouting(dp.ALL_AT_ONCE, 0)
     watch = Watch(host, deployment, policy.maximum_execution_timeout_s if policy else None)
-    async with asyncio.TaskGroup() as group:
-        tasks = [group.create_task(host.launch(name, v)) for v in config.production_variants]
-    green = EndpointFleet([t.result() for t in tasks])
+    green = EndpointFleet(
+        await launch_all(lambda v: host.launch(name, v), host.deployer, config.production_variants)
+    )
     blue = host.serving(name)
     total = len(green.all_instances())
 
@@ -156,9 +175,11 @@ async def rolling(
     assert blue is not None
     done: list[tuple[VariantFleet, list[Instance], list[Instance]]] = []  # (old fleet, new, retired)
     new_fleets: list[VariantFleet] = []
-    for variant in config.production_variants:
+    # Every variant's image and model data are resolved before the first instance changes: a plan
+    # that fails raises with the old fleet untouched (the endpoint is InService with a FailureReason).
+    plans = [await host.plan(name, variant) for variant in config.production_variants]
+    for variant, plan in zip(config.production_variants, plans, strict=True):
         old_fleet = blue.variants[variant.variant_name]
-        plan = await host.plan(name, variant)
         fresh: list[Instance] = []
         retired: list[Instance] = []
         done.append((old_fleet, fresh, retired))

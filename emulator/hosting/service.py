@@ -33,8 +33,9 @@ from emulator.errors import (
     ValidationFailed,
     first_error,
 )
-from emulator.hosting import persistence
+from emulator.hosting import persistence, rollout
 from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
+from emulator.hosting.executors import Executors
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.instance_health import InstanceHealth
 from emulator.hosting.invoker import ContainerReply, FaultContext, Invoker
@@ -110,10 +111,14 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         self._replacements: dict[str, set[asyncio.Task[None]]] = {}
         self._suspects: dict[str, list[Instance]] = {}  # out of rotation, awaiting a verdict
         self._stopping: set[asyncio.Task[None]] = set()  # dead instances being stopped
+        #: lower-cased endpoint name -> the config and models it serves (persisted for restarts)
+        self._deployed: dict[str, persistence.Deployed] = {}
         self.health_check_interval_s = config.health_check_interval_s
         self.invoker = Invoker(config.limits.max_response_bytes, config.limits.invocation_timeout_s)
         self._ping_session: aiohttp.ClientSession | None = None
-        self.deployer = Deployer(config, runtime, lambda: self.ping_session)
+        # Blocking work runs on the service's own bounded pools, never on the default executor.
+        self.executors = Executors()
+        self.deployer = Deployer(config, runtime, lambda: self.ping_session, self.executors)
         #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
         self.deletion_listeners: list[Callable[[str], None]] = []
         #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
@@ -142,24 +147,48 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
             self.endpoint_configs.put(endpoint_config)
         for endpoint in snapshot.endpoints:
             self.endpoints.put(endpoint)
+        self._deployed = {name.lower(): d for name, d in snapshot.deployed.items()}
         await self._reconcile()
 
     async def close(self, stop_containers: bool = True) -> None:
+        """Stop serving. With `stop_containers` (a graceful stop) deletions under way and containers
+        being stopped finish (their containers are removed, not left Exited), every fleet is
+        stopped, and any container still carrying this server's owner label is swept: nothing is
+        left. Without it (a simulated crash) every task is cancelled and the containers stay."""
         names = set(self._monitors) | set(self._replacements) | set(self._suspects)
         tasks = [t for name in names for t in self._quiesce(name, cancel_replacements=True)]
-        tasks += list(self._tasks.values())
-        tasks += list(self._stopping)
+        finishing: list[asyncio.Task[None]] = []
+        for key, task in list(self._tasks.items()):
+            endpoint = self.endpoints.get(key)
+            deleting = endpoint is not None and endpoint.status is EndpointStatus.DELETING
+            (finishing if stop_containers and deleting else tasks).append(task)
+        (finishing if stop_containers else tasks).extend(self._stopping)
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, *finishing, return_exceptions=True)
         if stop_containers:
+            await asyncio.gather(*list(self._stopping), return_exceptions=True)
             instances = [i for fleet in self._fleets.values() for i in fleet.all_instances()]
             instances += [i for name in list(self._suspects) for i in self._suspects.pop(name)]
             await self.deployer.stop_instances(instances)
             self._fleets.clear()
+            await self._sweep()
         await self.invoker.close()
         if self._ping_session is not None:
             await self._ping_session.close()
+        self.executors.shutdown()
+
+    async def _sweep(self) -> None:
+        """Stop and remove every container this server owns that is still there (a task cancelled
+        mid-stop, a container started by a cancelled deployment)."""
+        try:
+            left = await self.executors.engine(self.deployer.owned_containers)
+        except EngineError as exc:
+            log.warning("could not list this server's containers at shutdown: %s", exc)
+            return
+        if left:
+            log.info("removing %d container(s) left at shutdown", len(left))
+        await self._stop_handles(left)
 
     async def settled(self, name: str) -> None:
         """Wait until the endpoint's running change (deployment, update, deletion) has finished."""
@@ -172,7 +201,12 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
             await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
 
     def _persist(self) -> None:
-        snapshot = persistence.Snapshot(list(self.models), list(self.endpoint_configs), list(self.endpoints))
+        deployed = {
+            e.name: d for e in self.endpoints if (d := self._deployed.get(e.name.lower())) is not None
+        }
+        snapshot = persistence.Snapshot(
+            list(self.models), list(self.endpoint_configs), list(self.endpoints), deployed
+        )
         persistence.save(self.config.state_file, snapshot)
 
     def _spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
@@ -202,11 +236,11 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
                 f"over the limit of {ENVIRONMENT_MAX_BYTES} bytes."
             )
         try:
-            await asyncio.to_thread(self.runtime.resolve_image, container.image)
+            await self.executors.engine(self.runtime.resolve_image, container.image)
         except ImageNotFound as exc:
             raise ValidationFailed(messages.image_not_found(container.image)) from exc
         if container.model_data is not None:
-            await asyncio.to_thread(self.artifacts.check_exists, container.model_data)
+            await self.executors.engine(self.artifacts.check_exists, container.model_data)
         if name in self.models:  # created meanwhile
             raise ResourceAlreadyExists(messages.already_exists("model", arn))
         model = Model(
@@ -337,13 +371,16 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         self._persist()
         return updated
 
-    async def _plan(self, endpoint_name: str, variant: ProductionVariant) -> VariantPlan:
-        model = self.models.get(variant.model_name)
+    async def _plan(
+        self, endpoint_name: str, variant: ProductionVariant, model: Model | None = None
+    ) -> VariantPlan:
+        """`model`: the variant's model as deployed (a restart), else the one of that name now."""
+        model = model or self.models.get(variant.model_name)
         if model is None:
             raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
         container = model.primary_container
         try:
-            image = await asyncio.to_thread(self.runtime.resolve_image, container.image)
+            image = await self.executors.engine(self.runtime.resolve_image, container.image)
         except ImageNotFound as exc:
             raise DeploymentFailed(messages.image_not_found(container.image)) from exc
         # Without model data the container still gets a read-only /opt/ml/model (empty), as the
@@ -352,7 +389,7 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         if container.model_data is not None:
             try:
                 timeout_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
-                model_dir = await asyncio.to_thread(
+                model_dir = await self.executors.model_data(
                     self.artifacts.materialize,
                     container.model_data,
                     timeout_s * self.config.model_data_timeout_scale,
@@ -375,16 +412,22 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         endpoint: Endpoint,
         endpoint_config: EndpointConfig,
         adopt: Mapping[str, list[ContainerHandle]] | None = None,
+        deployed: persistence.Deployed | None = None,
     ) -> None:
+        """Launch the endpoint; `adopt` and `deployed` (the models it served) on a restart."""
         adopt = adopt or {}
         fleets: list[VariantFleet] = []
         try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [
-                    group.create_task(self._launch(endpoint.name, v, adopt.get(v.variant_name, [])))
-                    for v in endpoint_config.production_variants
-                ]
-            fleets = [t.result() for t in tasks]
+            fleets = await rollout.launch_all(
+                lambda v: self._launch(
+                    endpoint.name,
+                    v,
+                    adopt.get(v.variant_name, []),
+                    deployed.model(v.model_name) if deployed is not None else None,
+                ),
+                self.deployer,
+                endpoint_config.production_variants,
+            )
         except BaseExceptionGroup as group_exc:
             error = first_error(group_exc)
             if isinstance(error, asyncio.CancelledError):
@@ -402,20 +445,47 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         fleet = EndpointFleet(fleets)
         self._fleets[endpoint.name] = fleet
         self._fault_contexts[endpoint.name] = FaultContext(self.account, endpoint.name)
+        base = deployed.endpoint_config if deployed is not None else endpoint_config
+        self._remember_deployed(endpoint.name, base)
         self._set_status(endpoint.name, EndpointStatus.IN_SERVICE)
         self.deployer.platform_log(endpoint.name, "endpoint InService")
         self._watch(endpoint.name)
 
+    def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
+        """Keep what the endpoint now serves (its config and its fleet's models); persisted by the
+        caller's next status change."""
+        fleet = self._fleets.get(name)
+        if fleet is None:
+            return
+        models = {v.plan.model.name: v.plan.model for v in fleet.variants.values() if v.plan is not None}
+        self._deployed[name.lower()] = persistence.Deployed(endpoint_config, tuple(models.values()))
+
     async def _launch(
-        self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        adopt: list[ContainerHandle],
+        model: Model | None = None,
     ) -> VariantFleet:
-        plan = await self._plan(endpoint_name, variant)
+        """Start the variant (adopting the matching ones of `adopt`). Every container of `adopt` is
+        owned from here on: kept in the fleet, or stopped (not matching, or the launch failed)."""
+        try:
+            plan = await self._plan(endpoint_name, variant, model)
+        except BaseException:
+            await asyncio.shield(self._stop_handles(adopt))
+            raise
         keep = self.deployer.matching(plan, adopt)[: variant.initial_instance_count]
-        extra = [h for h in adopt if h not in keep]
-        await asyncio.gather(
-            *(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in extra)
+        await self._stop_handles([h for h in adopt if h not in keep])
+        return await self.deployer.launch_variant(plan, adopt=keep)  # stops `keep` if it fails
+
+    async def _stop_handles(self, handles: Sequence[ContainerHandle]) -> None:
+        grace = self.config.limits.stop_grace_s
+        results = await asyncio.gather(
+            *(self.deployer.stop_container(h.id, grace) for h in handles), return_exceptions=True
         )
-        return await self.deployer.launch_variant(plan, adopt=keep)
+        for handle, result in zip(handles, results, strict=True):
+            if isinstance(result, Exception):
+                log.warning("could not stop container %s: %s", handle.name, result)
 
     async def _teardown(
         self,
@@ -428,14 +498,15 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         if fleet is not None:
             await self.deployer.stop_instances(fleet.all_instances() + (extra or []))
         self.endpoints.remove(name)
+        self._deployed.pop(name.lower(), None)
         self._persist()
         self.deployer.platform_log(name, "endpoint deleted")
 
     async def _reconcile(self) -> None:
         # Isolation networks a crash left without containers (before any deployment starts here).
-        await asyncio.to_thread(self.runtime.remove_leftovers, {labels.OWNER: self.deployer.owner})
-        owned = await asyncio.to_thread(self.deployer.owned_containers)
-        states = await asyncio.gather(*(asyncio.to_thread(self.runtime.state, h.id) for h in owned))
+        await self.executors.engine(self.runtime.remove_leftovers, {labels.OWNER: self.deployer.owner})
+        owned = await self.executors.engine(self.deployer.owned_containers)
+        states = await asyncio.gather(*(self.executors.engine(self.runtime.state, h.id) for h in owned))
         running = [h for h, st in zip(owned, states, strict=True) if st.running]
         claimed: set[str] = set()
         for endpoint in list(self.endpoints):
@@ -450,7 +521,14 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
                 EndpointStatus.SYSTEM_UPDATING,
             ):
                 continue
-            endpoint_config = self.endpoint_configs.get(endpoint.endpoint_config_name)
+            # What it served, kept with the endpoint; state files written before that was kept
+            # name only the config (and its models must still exist).
+            deployed = self._deployed.get(endpoint.name.lower())
+            endpoint_config = (
+                deployed.endpoint_config
+                if deployed is not None
+                else self.endpoint_configs.get(endpoint.endpoint_config_name)
+            )
             if endpoint_config is None:
                 reason = messages.not_found(
                     "endpoint-config", self.account.endpoint_config_arn(endpoint.endpoint_config_name)
@@ -473,7 +551,8 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
             # weights and counts changed since the config was deployed (autoscaling, too) come back
             effective = endpoint.effective_config(endpoint_config)
             self._spawn(
-                endpoint.name, self._deploy(updated, effective, group_by_variant(mine, endpoint.name))
+                endpoint.name,
+                self._deploy(updated, effective, group_by_variant(mine, endpoint.name), deployed),
             )
         orphans = [h for h in owned if h.id not in claimed]
         if orphans:
@@ -540,7 +619,7 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
                 streams[str(path.relative_to(root).with_suffix(""))] = path.read_text(errors="replace")
         fleet = self._fleets.get(endpoint_name)
         live = fleet.all_instances() if fleet is not None else []
-        texts = await asyncio.gather(*(asyncio.to_thread(self.runtime.logs, i.handle.id) for i in live))
+        texts = await asyncio.gather(*(self.executors.engine(self.runtime.logs, i.handle.id) for i in live))
         for instance, text in zip(live, texts, strict=True):
             streams[f"{instance.variant_name}/{instance.instance_id}"] = text
         return dict(sorted(streams.items()))

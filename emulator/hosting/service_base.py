@@ -15,6 +15,7 @@ import aiohttp
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, EngineError
 from emulator.hosting.deployer import Deployer, VariantPlan
+from emulator.hosting.executors import Executors
 from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
 from emulator.model.arns import Account
 from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model, ProductionVariant
@@ -32,6 +33,7 @@ class ServiceBase:
     endpoint_configs: Registry[EndpointConfig]
     endpoints: Registry[Endpoint]
     deployer: Deployer
+    executors: Executors
     health_check_interval_s: float
     #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
     #: deployments with AutoRollbackConfiguration read it while they wait.
@@ -68,12 +70,21 @@ class ServiceBase:
     def _spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
         raise NotImplementedError
 
-    async def _plan(self, endpoint_name: str, variant: ProductionVariant) -> VariantPlan:
+    async def _plan(
+        self, endpoint_name: str, variant: ProductionVariant, model: Model | None = None
+    ) -> VariantPlan:
         raise NotImplementedError
 
     async def _launch(
-        self, endpoint_name: str, variant: ProductionVariant, adopt: list[ContainerHandle]
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        adopt: list[ContainerHandle],
+        model: Model | None = None,
     ) -> VariantFleet:
+        raise NotImplementedError
+
+    def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ offered by instance_health.py

@@ -47,6 +47,10 @@ class FleetUpdates(ServiceBase):
                     f"DesiredInstanceCount of variant {variant_name} must be at least 1 in smlocal."
                 )
         overrides = {name: (w, c) for name, w, c in endpoint.variant_overrides}
+        # (the variant's desired count, the endpoint's count override) before this call
+        previous = {
+            n: (v.desired_count, overrides.get(n, (None, None))[1]) for n, v in fleet.variants.items()
+        }
         for variant_name, weight, count in desired:
             variant = fleet.variants[variant_name]
             old_weight, old_count = overrides.get(variant_name, (None, None))
@@ -64,10 +68,14 @@ class FleetUpdates(ServiceBase):
             EndpointStatus.UPDATING,
             variant_overrides=tuple((name, w, c) for name, (w, c) in sorted(overrides.items())),
         )
-        self._spawn(endpoint.name, self._apply_capacities(endpoint.name, fleet))
+        self._spawn(endpoint.name, self._apply_capacities(endpoint.name, fleet, previous))
         return updated
 
-    async def _apply_capacities(self, name: str, fleet: EndpointFleet) -> None:
+    async def _apply_capacities(
+        self, name: str, fleet: EndpointFleet, previous: dict[str, tuple[int | None, int | None]]
+    ) -> None:
+        """`previous`: each variant's (desired count, count override) before the call, restored if
+        its scaling fails."""
         weights = {
             n: v.desired_weight
             for n, v in fleet.variants.items()
@@ -77,17 +85,30 @@ class FleetUpdates(ServiceBase):
             fleet.set_weights(weights)
             self.deployer.platform_log(name, f"weights now {weights}")
         failure: str | None = None
-        try:
-            async with asyncio.TaskGroup() as group:
-                for variant in fleet.variants.values():
-                    group.create_task(self._scale(name, variant))
-        except BaseExceptionGroup as group_exc:
-            error = first_error(group_exc)
-            if isinstance(error, asyncio.CancelledError):
-                raise error from None
-            failure = failure_reason(name, error)
+        # Each variant scales on its own: a failed scale-out of one does not cut another's short
+        # (a cancelled scale-in would leave its victims out of rotation and never removed).
+        variants = list(fleet.variants.values())
+        results = await asyncio.gather(*(self._scale(name, v) for v in variants), return_exceptions=True)
+        reverted: dict[str, int | None] = {}
+        for variant, result in zip(variants, results, strict=True):
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            if isinstance(result, BaseException):
+                failure = failure or failure_reason(name, result)
+                # The failed DesiredInstanceCount is not kept (nor re-launched by a restart): the
+                # variant keeps the count it has.
+                desired, override = previous.get(variant.variant.variant_name, (None, None))
+                variant.desired_count = desired
+                reverted[variant.variant.variant_name] = override
+        if failure is not None:
             self.deployer.platform_log(name, f"capacity update failed: {failure}")
-        self._set_status(name, EndpointStatus.IN_SERVICE, failure)
+        endpoint = self.endpoints.get(name)
+        overrides = endpoint.variant_overrides if endpoint is not None else ()
+        if reverted:
+            overrides = tuple(
+                (n, w, reverted[n] if n in reverted else c) for n, w, c in overrides if n in fleet.variants
+            )
+        self._set_status(name, EndpointStatus.IN_SERVICE, failure, variant_overrides=overrides)
         self._watch(name)
 
     async def _scale(self, name: str, variant: VariantFleet) -> None:
@@ -199,10 +220,8 @@ class FleetUpdates(ServiceBase):
                 outcome = await rollout.rolling(self, name, endpoint_config, deployment)
             else:
                 outcome = await rollout.blue_green(self, name, endpoint_config, deployment)
-        except BaseExceptionGroup as group_exc:  # the new fleet failed to start
-            error = first_error(group_exc)
-            if isinstance(error, asyncio.CancelledError):
-                raise error from None
+        except Exception as exc:  # noqa: BLE001 - a plan or the new fleet failed; the old one serves
+            error = first_error(exc) if isinstance(exc, ExceptionGroup) else exc
             reason = failure_reason(name, error)
             # [U] SageMaker reports a failed update as InService (old fleet) with a FailureReason.
             self.deployer.platform_log(name, f"update failed, old fleet keeps serving: {reason}")
@@ -213,6 +232,7 @@ class FleetUpdates(ServiceBase):
             reason = messages.rollback_failed(outcome.reason or "")
             self.deployer.platform_log(name, reason)
             self._set_status(name, EndpointStatus.UPDATE_ROLLBACK_FAILED, reason, pending_deployment=None)
+            self._watch(name)  # the mixed fleet serves: its instances stay watched
             return
         if outcome.reason is not None:
             reason = messages.rolled_back(outcome.reason)
@@ -220,6 +240,7 @@ class FleetUpdates(ServiceBase):
             self._set_status(name, EndpointStatus.IN_SERVICE, reason, pending_deployment=None)
             self._watch(name)
             return
+        self._remember_deployed(name, endpoint_config)
         self._set_status(
             name,
             EndpointStatus.IN_SERVICE,

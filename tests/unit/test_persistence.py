@@ -242,3 +242,25 @@ def test_missing_file_gives_empty_snapshot(tmp_path: Path) -> None:
 
 def test_module_exposes_format_version_one() -> None:
     assert persistence.FORMAT_VERSION == 1
+
+
+def test_round_trip_what_an_endpoint_serves(tmp_path: Path) -> None:
+    """The deployed copy of an endpoint's config and models survives their deletion from the registries."""
+    path = tmp_path / "state.json"
+    deployed = persistence.Deployed(configs()[0], (models()[0], models()[2]))
+    save(path, Snapshot([], [], endpoints(), {"Ep": deployed}))
+    loaded = load(path)
+    assert loaded.deployed == {"Ep": deployed}
+    assert loaded.models == [] and loaded.endpoint_configs == []
+    assert deployed.model("no-data") == models()[2] and deployed.model("gone") is None
+
+
+def test_a_state_file_from_before_deployed_copies_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    save(path, full())
+    document = json.loads(path.read_text())
+    del document["deployed"]  # as written by earlier versions
+    path.write_text(json.dumps(document))
+    loaded = load(path)
+    assert loaded.deployed == {}
+    assert loaded.endpoints == full().endpoints
