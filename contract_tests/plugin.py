@@ -7,7 +7,8 @@ adds one item per registered check, `smlocal-contract::<check id>` (select with 
 smlocal-contract` for all of them, `-k shutdown` for a group), next to whatever else pytest collects.
 All items share one Target (one image listing, one shared healthy container), removed at session end.
 An item passes on PASSED, fails on FAILED (the check's message, fix and evidence; no traceback) and on
-ERROR (a bug in the checker: its traceback), and is skipped on SKIPPED.
+ERROR (a bug in the checker: its traceback; or its container removed by someone else), and is
+skipped on SKIPPED.
 
 Installed with smlocal, this module is loaded by every pytest run: without --sagemaker-image it only
 adds its options. It imports nothing but pytest until the option is given.
