@@ -1,0 +1,160 @@
+"""Irregular requests through smlocal to model servers that close idle keep-alive connections.
+
+    python3 bench/keepalive_soak.py [--requests N] [--streams S] [--case NAME ...] [--json PATH]
+
+Builds the keep-alive test image (tests/fixtures/images/keepalive), starts `smlocal serve` as a
+subprocess, and for each case deploys one instance and sends N invocations from S concurrent
+streams, each sleeping an irregular gap before its next request: 70 % just around the server's
+keep-alive timeout (where a request crosses the server's close), 15 % short (reuse), 15 % well past
+it. Figures: failed requests (goal 0), requests the model received (GET /count on the container:
+must equal those sent, i.e. none sent twice), whether the instance was replaced. Exit status 0
+only when no request failed, none was lost or doubled, and no instance was replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiohttp  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from bench._harness import SmlocalProcess, boto_clients, container_url, docker_client  # noqa: E402
+from emulator.runtime.images import ensure_base_image  # noqa: E402
+from tests.fixtures.keepalive import build_keepalive_image  # noqa: E402
+
+#: name -> (SERVER, KEEPALIVE_S)
+CASES = {
+    "gunicorn-2s": ("gunicorn", 2.0),
+    "aiohttp-2s": ("aiohttp", 2.0),
+    "aiohttp-0.5s": ("aiohttp", 0.5),
+}
+
+
+def gap(timeout_s: float, rng: random.Random) -> float:
+    roll = rng.random()
+    if roll < 0.7:
+        return rng.uniform(timeout_s - 0.01, timeout_s + 0.005)
+    if roll < 0.85:
+        return rng.uniform(0.0, 0.05)
+    return rng.uniform(timeout_s, timeout_s * 1.5 + 1.0)
+
+
+def deploy(sm: Any, name: str, image: str, env: dict[str, str]) -> None:
+    sm.create_model(ModelName=name, PrimaryContainer={"Image": image, "Environment": env})
+    sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    sm.get_waiter("endpoint_in_service").wait(
+        EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
+    )
+
+
+async def irregular(url: str, timeout_s: float, requests: int, streams: int) -> Counter[int | str]:
+    outcomes: Counter[int | str] = Counter()
+    left = requests
+
+    async def stream(seed: int, session: aiohttp.ClientSession) -> None:
+        nonlocal left
+        rng = random.Random(seed)
+        while left > 0:
+            left -= 1
+            await asyncio.sleep(gap(timeout_s, rng))
+            try:
+                async with session.post(url, data=b"ka", headers={"Content-Type": "text/plain"}) as resp:
+                    body = await resp.read()
+                    outcomes[resp.status if resp.status != 200 or body == b"ka" else "short body"] += 1
+            except Exception as exc:  # noqa: BLE001 - every outcome is counted
+                outcomes[type(exc).__name__] += 1
+
+    async with aiohttp.ClientSession() as session:
+        await asyncio.gather(*(stream(seed, session) for seed in range(streams)))
+    return outcomes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--streams", type=int, default=16)
+    parser.add_argument("--case", action="append", choices=sorted(CASES), help="default: all")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    console = Console(width=max(100, Console().width))
+    client = docker_client()
+    image = build_keepalive_image(ensure_base_image(client), client)
+    results: dict[str, dict[str, Any]] = {}
+    with SmlocalProcess() as server:
+        sm, _ = boto_clients(server.url)
+        for case in args.case or list(CASES):
+            kind, timeout_s = CASES[case]
+            name = f"bench-ka-{case.replace('.', '-')}"
+            deploy(sm, name, image, {"SERVER": kind, "KEEPALIVE_S": f"{timeout_s:g}"})
+            before = {c.id for c in client.containers.list(filters={"label": f"smlocal.endpoint={name}"})}
+            started = time.monotonic()
+            url = f"{server.url}/endpoints/{name}/invocations"
+            outcomes = asyncio.run(irregular(url, timeout_s, args.requests, args.streams))
+            wall = time.monotonic() - started
+            after = {c.id for c in client.containers.list(filters={"label": f"smlocal.endpoint={name}"})}
+            received = int(aiohttp_get(f"{container_url(name)}/count"))
+            results[case] = {
+                "requests": args.requests,
+                "failed": sum(n for k, n in outcomes.items() if k != 200),
+                "outcomes": {str(k): v for k, v in outcomes.items()},
+                "received_by_model": received,
+                "replaced": before != after,
+                "wall_s": round(wall, 1),
+            }
+            sm.delete_endpoint(EndpointName=name)
+        server.stop()
+    t = Table(title=f"{args.requests:,} irregular requests per case, {args.streams} streams, through smlocal")
+    for col in ("case", "failed", "received by the model", "instance replaced", "outcomes", "wall"):
+        t.add_column(col)
+    for case, r in results.items():
+        t.add_row(
+            case,
+            str(r["failed"]),
+            f"{r['received_by_model']:,}",
+            str(r["replaced"]),
+            str(r["outcomes"]),
+            f"{r['wall_s']} s",
+        )
+    console.print(t)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    ok = all(
+        not r["failed"] and r["received_by_model"] == r["requests"] and not r["replaced"]
+        for r in results.values()
+    )
+    console.print("[green]PASS[/]" if ok else "[red]FAIL[/]")
+    return 0 if ok else 1
+
+
+def aiohttp_get(url: str) -> str:
+    async def get() -> str:
+        async with aiohttp.ClientSession() as session, session.get(url) as resp:
+            return await resp.text()
+
+    return asyncio.run(get())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
