@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.fixtures.smlocal_server import Smlocal, start_smlocal
-from tests.integration.test_fleet import endpoint_containers, strict_runtime
+from tests.integration.test_fleet import Client, endpoint_containers, strict_runtime
 
 pytestmark = pytest.mark.docker
 
@@ -103,3 +103,43 @@ def test_idle_connection_closes_never_fail_a_request(
     print(
         f"{server} keep-alive {timeout_s:g} s: {sent} requests, 0 failed, {retries} stale-connection retries"
     )
+
+
+def test_killed_instance_of_a_keepalive_server_is_replaced(smlocal_ka: Smlocal) -> None:
+    """test_fleet's replacement check on gunicorn: a killed instance costs at most the one request
+    in flight on it, the survivor is never suspected for its idle closes, the victim is replaced."""
+    name = "Ka-heal"
+    smlocal_ka.deploy(name, count=2, env={"SERVER": "gunicorn", "KEEPALIVE_S": "2"})
+    before = {c.id: c for c in endpoint_containers(smlocal_ka, name)}
+    assert len(before) == 2
+    client = Client(smlocal_ka, name, "k=v")
+    client.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(client.answers) < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        victim = next(iter(before.values()))
+        victim.kill()
+        deadline = time.monotonic() + 30
+        replaced = False
+        while time.monotonic() < deadline and not replaced:
+            described = smlocal_ka.sm.describe_endpoint(EndpointName=name)
+            running = {c.id for c in endpoint_containers(smlocal_ka, name)}
+            replaced = (
+                described["ProductionVariants"][0]["CurrentInstanceCount"] == 2
+                and len(running - set(before)) == 1
+            )
+            time.sleep(0.05)
+        assert replaced, "the killed instance was not replaced"
+        seen = len(client.answers)
+        deadline = time.monotonic() + 10
+        while len(client.answers) < seen + 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        survivor = next(c for cid, c in before.items() if cid != victim.id)
+        still = {c.id for c in endpoint_containers(smlocal_ka, name)}
+    finally:
+        client.finish()
+        smlocal_ka.cleanup(name)
+    assert len(client.failures) <= 1, "\n".join(client.failures)
+    assert all("ModelError" in f for f in client.failures)
+    assert survivor.id in still  # never taken out for closing idle connections
