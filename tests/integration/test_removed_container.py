@@ -6,10 +6,12 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from typing import Any
 
 import docker
 import pytest
 
+from emulator.errors import EngineError
 from emulator.runtime.docker import DockerRuntime
 from tests.fixtures.smlocal_server import Smlocal
 from tests.integration.test_fleet import endpoint_containers
@@ -67,3 +69,45 @@ def test_stop_and_logs_of_a_container_removed_meanwhile(
     state = runtime.stop(container.id, 1.0)
     assert (state.running, state.status) == (False, "removed")
     assert runtime.logs(container.id) == ""
+
+
+def test_a_failed_stop_of_a_dead_instance_is_one_log_line(
+    smlocal: Smlocal, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the engine answers while a dead instance is stopped, the background task's outcome
+    is retrieved: one warning line (also in _smlocal), no 'Task exception was never retrieved'."""
+    service = smlocal.server.service
+    assert service is not None
+    smlocal.deploy("StopFails")
+    (victim,) = endpoint_containers(smlocal, "StopFails")
+    real_stop = service.deployer.stop_instances
+
+    async def failing_stop(instances: Any, grace_s: float | None = None) -> None:
+        if any(i.handle.id == victim.id for i in instances):
+            raise EngineError("Docker engine error: injected for the test")
+        await real_stop(instances, grace_s)
+
+    monkeypatch.setattr(service.deployer, "stop_instances", failing_stop)
+    caplog.set_level(logging.INFO)
+    try:
+        victim.kill()
+        deadline = time.monotonic() + 30
+        log_path = smlocal.state_dir / "logs" / "StopFails" / "_smlocal.log"
+        while time.monotonic() < deadline and "could not stop" not in log_path.read_text():
+            time.sleep(0.05)
+        gc.collect()
+        log_text = log_path.read_text()
+    finally:
+        monkeypatch.undo()
+        smlocal.cleanup("StopFails")
+        victim.remove(force=True)
+    gc.collect()
+    (line,) = [line for line in log_text.splitlines() if "could not stop" in line]
+    assert line.endswith("could not stop its container: Docker engine error: injected for the test")
+    assert [r for r in caplog.records if "never retrieved" in r.getMessage()] == []
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "could not stop" in r.getMessage()
+    ]
+    assert len(warnings) == 1
