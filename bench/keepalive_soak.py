@@ -3,12 +3,14 @@
     python3 bench/keepalive_soak.py [--requests N] [--streams S] [--case NAME ...] [--json PATH]
 
 Builds the keep-alive test image (tests/fixtures/images/keepalive), starts `smlocal serve` as a
-subprocess, and for each case deploys one instance and sends N invocations from S concurrent
-streams, each sleeping an irregular gap before its next request: 70 % just around the server's
-keep-alive timeout (where a request crosses the server's close), 15 % short (reuse), 15 % well past
-it. Figures: failed requests (goal 0), requests the model received (GET /count on the container:
-must equal those sent, i.e. none sent twice), whether the instance was replaced. Exit status 0
-only when no request failed, none was lost or doubled, and no instance was replaced.
+subprocess, and for each case deploys S endpoints of one instance each and sends N invocations in
+all, one sequential stream per endpoint (so the idle time of the pooled connection is the stream's
+gap: streams sharing one endpoint would share its pool and blur the pattern), each sleeping an
+irregular gap before its next request: 70 % just around the server's keep-alive timeout (where a
+request crosses the server's close), 15 % short (reuse), 15 % well past it. Figures: failed
+requests (goal 0), requests the models received (GET /count on each container: must equal those
+sent, i.e. none sent twice), whether an instance was replaced. Exit status 0 only when no request
+failed, none was lost or doubled, and no instance was replaced.
 """
 
 from __future__ import annotations
@@ -50,30 +52,11 @@ def gap(timeout_s: float, rng: random.Random) -> float:
     return rng.uniform(timeout_s, timeout_s * 1.5 + 1.0)
 
 
-def deploy(sm: Any, name: str, image: str, env: dict[str, str]) -> None:
-    sm.create_model(ModelName=name, PrimaryContainer={"Image": image, "Environment": env})
-    sm.create_endpoint_config(
-        EndpointConfigName=name,
-        ProductionVariants=[
-            {
-                "VariantName": "AllTraffic",
-                "ModelName": name,
-                "InitialInstanceCount": 1,
-                "InstanceType": "ml.m5.large",
-            }
-        ],
-    )
-    sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
-    sm.get_waiter("endpoint_in_service").wait(
-        EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
-    )
-
-
-async def irregular(url: str, timeout_s: float, requests: int, streams: int) -> Counter[int | str]:
+async def irregular(urls: list[str], timeout_s: float, requests: int) -> Counter[int | str]:
     outcomes: Counter[int | str] = Counter()
     left = requests
 
-    async def stream(seed: int, session: aiohttp.ClientSession) -> None:
+    async def stream(seed: int, url: str, session: aiohttp.ClientSession) -> None:
         nonlocal left
         rng = random.Random(seed)
         while left > 0:
@@ -87,14 +70,35 @@ async def irregular(url: str, timeout_s: float, requests: int, streams: int) -> 
                 outcomes[type(exc).__name__] += 1
 
     async with aiohttp.ClientSession() as session:
-        await asyncio.gather(*(stream(seed, session) for seed in range(streams)))
+        await asyncio.gather(*(stream(seed, url, session) for seed, url in enumerate(urls)))
     return outcomes
+
+
+def deploy_all(sm: Any, names: list[str], image: str, env: dict[str, str]) -> None:
+    for name in names:
+        sm.create_model(ModelName=name, PrimaryContainer={"Image": image, "Environment": env})
+        sm.create_endpoint_config(
+            EndpointConfigName=name,
+            ProductionVariants=[
+                {
+                    "VariantName": "AllTraffic",
+                    "ModelName": name,
+                    "InitialInstanceCount": 1,
+                    "InstanceType": "ml.m5.large",
+                }
+            ],
+        )
+        sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    for name in names:
+        sm.get_waiter("endpoint_in_service").wait(
+            EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--streams", type=int, default=16)
+    parser.add_argument("--streams", type=int, default=10, help="endpoints, one stream each")
     parser.add_argument("--case", action="append", choices=sorted(CASES), help="default: all")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -106,15 +110,15 @@ def main(argv: list[str] | None = None) -> int:
         sm, _ = boto_clients(server.url)
         for case in args.case or list(CASES):
             kind, timeout_s = CASES[case]
-            name = f"bench-ka-{case.replace('.', '-')}"
-            deploy(sm, name, image, {"SERVER": kind, "KEEPALIVE_S": f"{timeout_s:g}"})
-            before = {c.id for c in client.containers.list(filters={"label": f"smlocal.endpoint={name}"})}
+            names = [f"bench-ka-{case.replace('.', '-')}-{i}" for i in range(args.streams)]
+            deploy_all(sm, names, image, {"SERVER": kind, "KEEPALIVE_S": f"{timeout_s:g}"})
+            before = containers_of(client, names)
             started = time.monotonic()
-            url = f"{server.url}/endpoints/{name}/invocations"
-            outcomes = asyncio.run(irregular(url, timeout_s, args.requests, args.streams))
+            urls = [f"{server.url}/endpoints/{name}/invocations" for name in names]
+            outcomes = asyncio.run(irregular(urls, timeout_s, args.requests))
             wall = time.monotonic() - started
-            after = {c.id for c in client.containers.list(filters={"label": f"smlocal.endpoint={name}"})}
-            received = int(aiohttp_get(f"{container_url(name)}/count"))
+            after = containers_of(client, names)
+            received = sum(int(aiohttp_get(f"{container_url(name)}/count")) for name in names)
             results[case] = {
                 "requests": args.requests,
                 "failed": sum(n for k, n in outcomes.items() if k != 200),
@@ -123,9 +127,13 @@ def main(argv: list[str] | None = None) -> int:
                 "replaced": before != after,
                 "wall_s": round(wall, 1),
             }
-            sm.delete_endpoint(EndpointName=name)
+            for name in names:
+                sm.delete_endpoint(EndpointName=name)
         server.stop()
-    t = Table(title=f"{args.requests:,} irregular requests per case, {args.streams} streams, through smlocal")
+    t = Table(
+        title=f"{args.requests:,} irregular requests per case, {args.streams} endpoints x 1 stream, "
+        "through smlocal"
+    )
     for col in ("case", "failed", "received by the model", "instance replaced", "outcomes", "wall"):
         t.add_column(col)
     for case, r in results.items():
@@ -146,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     console.print("[green]PASS[/]" if ok else "[red]FAIL[/]")
     return 0 if ok else 1
+
+
+def containers_of(client: Any, names: list[str]) -> set[str]:
+    return {
+        c.id for name in names for c in client.containers.list(filters={"label": f"smlocal.endpoint={name}"})
+    }
 
 
 def aiohttp_get(url: str) -> str:
