@@ -31,8 +31,9 @@ import aiohttp  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench._harness import SmlocalProcess, boto_clients, container_url, docker_client  # noqa: E402
+from bench._harness import SmlocalProcess, boto_clients, docker_client  # noqa: E402
 from emulator.runtime.images import ensure_base_image  # noqa: E402
+from emulator.runtime.labels import owner_id  # noqa: E402
 from tests.fixtures.keepalive import build_keepalive_image  # noqa: E402
 
 #: name -> (SERVER, KEEPALIVE_S)
@@ -108,17 +109,18 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     with SmlocalProcess() as server:
         sm, _ = boto_clients(server.url)
+        owner = owner_id(server.state_dir / "state")
         for case in args.case or list(CASES):
             kind, timeout_s = CASES[case]
             names = [f"bench-ka-{case.replace('.', '-')}-{i}" for i in range(args.streams)]
             deploy_all(sm, names, image, {"SERVER": kind, "KEEPALIVE_S": f"{timeout_s:g}"})
-            before = containers_of(client, names)
+            before = containers_of(client, owner, names)
             started = time.monotonic()
             urls = [f"{server.url}/endpoints/{name}/invocations" for name in names]
             outcomes = asyncio.run(irregular(urls, timeout_s, args.requests))
             wall = time.monotonic() - started
-            after = containers_of(client, names)
-            received = sum(int(aiohttp_get(f"{container_url(name)}/count")) for name in names)
+            after = containers_of(client, owner, names)
+            received = sum(int(aiohttp_get(count_url(client, owner, name))) for name in names)
             results[case] = {
                 "requests": args.requests,
                 "failed": sum(n for k, n in outcomes.items() if k != 200),
@@ -156,10 +158,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
-def containers_of(client: Any, names: list[str]) -> set[str]:
-    return {
-        c.id for name in names for c in client.containers.list(filters={"label": f"smlocal.endpoint={name}"})
-    }
+def containers(client: Any, owner: str, name: str) -> list[Any]:
+    """This server's running containers of one endpoint (other servers on the engine may use the name)."""
+    wanted = [f"smlocal.endpoint={name}", f"smlocal.owner={owner}"]
+    return list(client.containers.list(filters={"label": wanted}))
+
+
+def containers_of(client: Any, owner: str, names: list[str]) -> set[str]:
+    return {c.id for name in names for c in containers(client, owner, name)}
+
+
+def count_url(client: Any, owner: str, name: str) -> str:
+    """GET /count on the endpoint's container, through its port published on 127.0.0.1."""
+    (container,) = containers(client, owner, name)
+    for bindings in (container.attrs["NetworkSettings"]["Ports"] or {}).values():
+        for b in bindings or []:
+            if b.get("HostIp") in ("127.0.0.1", "") and b.get("HostPort"):
+                return f"http://127.0.0.1:{b['HostPort']}/count"
+    raise RuntimeError(f"no published port on {container.name}")
 
 
 def aiohttp_get(url: str) -> str:
