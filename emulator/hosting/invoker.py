@@ -7,10 +7,12 @@ boto3 would retry. The client session is shared by all instances; connections ar
 
 from __future__ import annotations
 
+import contextvars
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
+from typing import Any
 
 import aiohttp
 from multidict import CIMultiDict
@@ -64,18 +66,26 @@ class FaultContext:
         return cls(message, status, original, self.account.log_group_arn(self.endpoint_name))
 
 
-class _Attempt:
-    """Per-request trace context: whether aiohttp handed this request a pooled (reused) connection."""
-
-    __slots__ = ("reused",)
-
-    def __init__(self) -> None:
-        self.reused = False
+#: Whether the connection the current task's request got was a reused pooled one (set by
+#: _PoolConnector.connect, which runs in the invoking task, read by Invoker.invoke after a failure).
+_reused: contextvars.ContextVar[bool] = contextvars.ContextVar("smlocal_invoker_reused", default=False)
 
 
-async def _on_reuse(_: aiohttp.ClientSession, ctx: SimpleNamespace, __: object) -> None:
-    if isinstance(ctx.trace_request_ctx, _Attempt):
-        ctx.trace_request_ctx.reused = True
+class _PoolConnector(aiohttp.TCPConnector):
+    """aiohttp's connector, noting whether each request got a connection used before (a set lookup
+    per request: cheaper than a TraceConfig, which dispatches a dozen signals per request)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._seen: weakref.WeakSet[object] = weakref.WeakSet()
+
+    async def connect(self, req: Any, traces: Any, timeout: aiohttp.ClientTimeout) -> Any:
+        conn = await super().connect(req, traces, timeout)
+        protocol = conn.protocol
+        _reused.set(protocol in self._seen)
+        if protocol is not None:
+            self._seen.add(protocol)
+        return conn
 
 
 def _closed_before_any_byte(exc: aiohttp.ClientError) -> bool:
@@ -113,24 +123,18 @@ class Invoker:
         self.stale_retries = 0
 
     async def start(self) -> None:
-        reuse = aiohttp.TraceConfig()
-        reuse.on_connection_reuseconn.append(_on_reuse)
         self._session = self._new_session(
-            aiohttp.TCPConnector(limit=0, keepalive_timeout=POOL_KEEPALIVE_S, enable_cleanup_closed=True),
-            [reuse],
+            _PoolConnector(limit=0, keepalive_timeout=POOL_KEEPALIVE_S, enable_cleanup_closed=True)
         )
-        self._fresh = self._new_session(aiohttp.TCPConnector(limit=0, force_close=True), [])
+        self._fresh = self._new_session(aiohttp.TCPConnector(limit=0, force_close=True))
 
     @staticmethod
-    def _new_session(
-        connector: aiohttp.TCPConnector, traces: list[aiohttp.TraceConfig]
-    ) -> aiohttp.ClientSession:
+    def _new_session(connector: aiohttp.TCPConnector) -> aiohttp.ClientSession:
         return aiohttp.ClientSession(
             connector=connector,
             auto_decompress=False,
             skip_auto_headers=_NO_AUTO_HEADERS,
             read_bufsize=2**16,
-            trace_configs=traces,
         )
 
     async def close(self) -> None:
@@ -152,22 +156,21 @@ class Invoker:
         Redirects are never followed: a 3xx is the container's answer, a ModelError like any
         non-2xx (following one would send the body to whatever URL the container names)."""
         started = time.perf_counter()
-        attempt = _Attempt()
         answered = False
+        _reused.set(False)
         try:
             try:
-                resp = await self._post(self.session, url, body, headers, self._timeout, attempt)
+                resp = await self._post(self.session, url, body, headers, self._timeout)
             except aiohttp.ClientError as exc:
-                if not (attempt.reused and _closed_before_any_byte(exc)):
+                if not (_reused.get() and _closed_before_any_byte(exc)):
                     raise
                 # The container closed this idle pooled connection as the request went out: it never
                 # read the request. Once more, on a new connection, within the same time budget.
                 self.stale_retries += 1
                 assert self._fresh is not None
-                attempt = _Attempt()
                 left = max(0.001, self._timeout_s - (time.perf_counter() - started))
                 budget = aiohttp.ClientTimeout(total=left)
-                resp = await self._post(self._fresh, url, body, headers, budget, attempt)
+                resp = await self._post(self._fresh, url, body, headers, budget)
             answered = True
             async with resp:
                 if resp.content_length is not None and resp.content_length > self._max_response:
@@ -201,12 +204,9 @@ class Invoker:
         body: bytes,
         headers: CIMultiDict[str],
         timeout: aiohttp.ClientTimeout,
-        attempt: _Attempt,
     ) -> aiohttp.ClientResponse:
         """Send the request and read the status line and headers (the body is read by the caller)."""
-        return await session.post(
-            url, data=body, headers=headers, timeout=timeout, allow_redirects=False, trace_request_ctx=attempt
-        )
+        return await session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
 
     async def _read_capped(self, resp: aiohttp.ClientResponse, context: FaultContext) -> bytes:
         """Read a body of unknown length (chunked), failing as soon as it passes the cap."""
