@@ -170,8 +170,10 @@ def boto_clients(url: str) -> tuple[Any, Any]:
     )
 
 
-def deploy(sm: Any, name: str, env: dict[str, str] | None = None, timeout_s: float = 120) -> None:
-    sm.create_model(ModelName=name, PrimaryContainer={"Image": IMAGE, "Environment": env or {}})
+def deploy(
+    sm: Any, name: str, env: dict[str, str] | None = None, timeout_s: float = 120, image: str = IMAGE
+) -> None:
+    sm.create_model(ModelName=name, PrimaryContainer={"Image": image, "Environment": env or {}})
     sm.create_endpoint_config(
         EndpointConfigName=name,
         ProductionVariants=[

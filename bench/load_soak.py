@@ -1,11 +1,14 @@
 """Soak: 10,000 invocations at concurrency 64 through smlocal; every one must be answered 200.
 
-    python3 bench/load_soak.py [--requests N] [--concurrency C] [--json PATH]
+    python3 bench/load_soak.py [--requests N] [--concurrency C] [--server echo|gunicorn|aiohttp]
+                               [--keepalive-s S] [--json PATH]
 
 smlocal runs as a subprocess so that its /proc entries can be read: open file descriptors and RSS
 before (after a warm-up), during (sampled every 0.5 s) and after (after a settle), and the number of
 its containers. At the end smlocal gets SIGTERM; no container of it may be left behind.
-Exit status 0 only when every request got a 200 and nothing leaked.
+Exit status 0 only when every request got a 200 and nothing leaked. --server gunicorn/aiohttp soaks
+the keep-alive test image (tests/fixtures/images/keepalive) instead of the echo image: a server that
+closes idle connections after --keep-alive-s seconds (default 2).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench._harness import (  # noqa: E402
+    IMAGE,
     SmlocalProcess,
     boto_clients,
     deploy,
@@ -80,12 +84,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--max-seconds", type=float, default=300.0)
+    parser.add_argument("--server", choices=("echo", "gunicorn", "aiohttp"), default="echo")
+    parser.add_argument("--keepalive-s", type=float, default=2.0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    image, env = IMAGE, {}
+    if args.server != "echo":
+        from emulator.runtime.images import ensure_base_image
+        from tests.fixtures.keepalive import build_keepalive_image
+
+        image = build_keepalive_image(ensure_base_image(docker_client()))
+        env = {"SERVER": args.server, "KEEPALIVE_S": f"{args.keepalive_s:g}"}
     console = Console(width=max(100, Console().width))
     with SmlocalProcess() as server:
         sm, _ = boto_clients(server.url)
-        deploy(sm, "bench-soak")
+        deploy(sm, "bench-soak", env=env, image=image)
         warm = asyncio.run(_warm(server.url))
         time.sleep(1.0)
         before = snapshot(server)
@@ -98,7 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     leftovers = server.leftovers
     global_left = docker_client().containers.list(all=True, filters={"label": "smlocal.managed=true"})
 
-    t = Table(title=f"Soak: {args.requests:,} invocations at concurrency {args.concurrency} through smlocal")
+    what = "echo" if args.server == "echo" else f"{args.server}, keep-alive {args.keepalive_s:g} s"
+    t = Table(
+        title=f"Soak: {args.requests:,} invocations at concurrency {args.concurrency} through smlocal "
+        f"({what})"
+    )
     t.add_column("figure")
     t.add_column("value", justify="right")
     t.add_row("answered 200", f"{run.ok:,} / {args.requests:,}")
@@ -123,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(
             json.dumps(
                 {
+                    "server": args.server,
+                    "keepalive_s": args.keepalive_s,
                     "requests": args.requests,
                     "concurrency": args.concurrency,
                     "ok": run.ok,

@@ -148,6 +148,10 @@ class ModelTimeout(ModelFault):
 class ModelUnreachable(ModelFault):
     """The connection to the container failed (refused, reset, closed early)."""
 
+    #: The container looks gone (refused, or a new connection dropped unanswered): take the
+    #: instance out of rotation until a ping clears it. False for a drop after it answered.
+    suspect: bool = False
+
 
 class ModelResponseTooLarge(ModelFault):
     """The container's response body exceeded the response size cap."""

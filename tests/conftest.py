@@ -2,6 +2,7 @@
 
 pytest_plugins = [
     "tests.fixtures.docker_env",
+    "tests.fixtures.keepalive",
     "tests.fixtures.s3server",
     "tests.fixtures.sample",
     "tests.fixtures.smlocal_server",

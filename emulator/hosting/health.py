@@ -19,7 +19,8 @@ _in_flight: set[asyncio.Task[bool]] = set()
 
 
 async def ping(session: aiohttp.ClientSession, base_url: str, timeout_s: float) -> bool:
-    """One GET /ping attempt: healthy only on HTTP 200 within the contract's attempt timeout.
+    """One GET /ping attempt: healthy only on HTTP 200 within the contract's attempt timeout (a
+    redirect is not followed, so a 3xx is unhealthy).
 
     A caller's cancellation (an update or deletion stops the watching) does not cut the attempt
     short: aiohttp can drop a half-open socket unclosed when cancelled mid-connect. The attempt is
@@ -32,7 +33,9 @@ async def ping(session: aiohttp.ClientSession, base_url: str, timeout_s: float) 
 
 async def _ping(session: aiohttp.ClientSession, base_url: str, timeout_s: float) -> bool:
     try:
-        async with session.get(f"{base_url}/ping", timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+        async with session.get(
+            f"{base_url}/ping", timeout=aiohttp.ClientTimeout(total=timeout_s), allow_redirects=False
+        ) as resp:
             await resp.read()
             return resp.status == 200
     except (aiohttp.ClientError, TimeoutError):

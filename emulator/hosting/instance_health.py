@@ -5,12 +5,15 @@ on the others (docs/api-coverage.md, "Instance health")."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from emulator.errors import DeploymentFailed, EngineError
 from emulator.hosting import health
 from emulator.hosting.fleet import Instance, VariantFleet
 from emulator.hosting.service_base import ServiceBase
 from emulator.model.resources import EndpointStatus
+
+log = logging.getLogger(__name__)
 
 # [U] UpdateRollbackFailed: a mixed fleet still serves (spec §6.3), so its instances stay watched
 _SERVING = (EndpointStatus.IN_SERVICE, EndpointStatus.UPDATE_ROLLBACK_FAILED)
@@ -37,10 +40,26 @@ class InstanceHealth(ServiceBase):
             if cancel_replacements:
                 task.cancel()
         for suspect in self._suspects.pop(name, []):  # their verdict is cancelled: stop them
-            stopping = asyncio.ensure_future(self.deployer.stop_instances([suspect]))
-            self._stopping.add(stopping)
-            stopping.add_done_callback(self._stopping.discard)
+            self._stop_in_background(name, suspect)
         return tasks
+
+    def _stop_in_background(self, name: str, instance: Instance) -> None:
+        """Stop (SIGTERM, grace, SIGKILL) and remove a dead instance's container in a task of its
+        own; its outcome is always retrieved: a failure is one log line, never an unretrieved task
+        exception with a traceback."""
+        stopping = asyncio.ensure_future(self.deployer.stop_instances([instance]))
+        self._stopping.add(stopping)
+
+        def done(task: asyncio.Task[None]) -> None:
+            self._stopping.discard(task)
+            if task.cancelled() or task.exception() is None:
+                return
+            line = f"{instance.variant_name}/{instance.instance_id}: could not stop its container: "
+            line += str(task.exception())
+            log.warning("%s: %s", name, line)
+            self.deployer.platform_log(name, line)
+
+        stopping.add_done_callback(done)
 
     async def _monitor(self, name: str) -> None:
         loop = asyncio.get_running_loop()
@@ -61,8 +80,21 @@ class InstanceHealth(ServiceBase):
                 next_ping = loop.time() + interval
             for variant, instance in serving:
                 if instance in dead and instance in variant.instances:
-                    why = "exited" if instance.exited.is_set() else "failed its ping health check"
-                    self._take_out(name, variant, instance, why)
+                    if not instance.exited.is_set():
+                        self._take_out(name, variant, instance, "failed its ping health check")
+                        continue
+                    why = await self._exit_reason(instance)
+                    if instance in variant.instances and name in self._monitors:  # still ours after the look
+                        self._take_out(name, variant, instance, why)
+
+    async def _exit_reason(self, instance: Instance) -> str:
+        """'exited', or, for a container the engine no longer knows, 'was removed from the engine'."""
+        try:
+            state = await asyncio.to_thread(self.runtime.state, instance.handle.id)
+        except EngineError:
+            return "exited"
+        gone = state.status in ("removed", "removing")
+        return "was removed from the engine (docker rm?)" if gone else "exited"
 
     def _take_out(self, name: str, variant: VariantFleet, instance: Instance, why: str) -> None:
         """Out of rotation at once and stopped; a replacement joins the rotation when healthy."""
@@ -75,9 +107,7 @@ class InstanceHealth(ServiceBase):
         )
         # The dead container stops (SIGTERM, grace, SIGKILL) while its replacement starts; this task
         # is not cancelled with the replacement, so the container never outlives its endpoint.
-        stopping = asyncio.ensure_future(self.deployer.stop_instances([instance]))
-        self._stopping.add(stopping)
-        stopping.add_done_callback(self._stopping.discard)
+        self._stop_in_background(name, instance)
         self._track(name, asyncio.ensure_future(self._replace(name, variant, instance)))
 
     def _track(self, name: str, task: asyncio.Task[None]) -> None:

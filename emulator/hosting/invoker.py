@@ -7,9 +7,12 @@ boto3 would retry. The client session is shared by all instances; connections ar
 
 from __future__ import annotations
 
+import contextvars
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 from multidict import CIMultiDict
@@ -33,6 +36,10 @@ PASSED_BACK = (
 )
 
 _NO_AUTO_HEADERS = ("Content-Type", "Accept", "Accept-Encoding", "User-Agent")
+
+#: How long an idle pooled connection is kept. Below the shortest common server timeout (gunicorn's
+#: 2 s), so the close-crosses-request race is rare; the retry rule (Invoker) covers any shorter one.
+POOL_KEEPALIVE_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -59,16 +66,71 @@ class FaultContext:
         return cls(message, status, original, self.account.log_group_arn(self.endpoint_name))
 
 
+#: Whether the connection the current task's request got was a reused pooled one (set by
+#: _PoolConnector.connect, which runs in the invoking task, read by Invoker.invoke after a failure).
+_reused: contextvars.ContextVar[bool] = contextvars.ContextVar("smlocal_invoker_reused", default=False)
+
+
+class _PoolConnector(aiohttp.TCPConnector):
+    """aiohttp's connector, noting whether each request got a connection used before (a set lookup
+    per request: cheaper than a TraceConfig, which dispatches a dozen signals per request)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._seen: weakref.WeakSet[object] = weakref.WeakSet()
+
+    async def connect(self, req: Any, traces: Any, timeout: aiohttp.ClientTimeout) -> Any:
+        conn = await super().connect(req, traces, timeout)
+        protocol = conn.protocol
+        _reused.set(protocol in self._seen)
+        if protocol is not None:
+            self._seen.add(protocol)
+        return conn
+
+
+def _closed_before_any_byte(exc: aiohttp.ClientError) -> bool:
+    """The connection closed or was reset before a single byte of the response arrived.
+
+    aiohttp raises ServerDisconnectedError("Server disconnected") when the parser saw nothing, and
+    ServerDisconnectedError(<partial RawResponseMessage>) when a status line had begun; a reset is a
+    ClientOSError (ClientConnectorError, its subclass, is a failed connect: handled apart)."""
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return isinstance(exc.message, str)
+    return isinstance(exc, aiohttp.ClientOSError) and not isinstance(exc, aiohttp.ClientConnectorError)
+
+
 class Invoker:
+    """One POST per invocation; a request the container never received is retried once.
+
+    The retry rule (docs/api-coverage.md, "Keep-alive connections"): a request written onto a pooled
+    connection that the container closes or resets before any byte of a response is sent again, once,
+    on a fresh connection. Servers close idle keep-alive connections on their own timers (gunicorn
+    2 s, aiohttp 75 s, uvicorn 5 s, nginx 75 s); a close that crosses our request on the wire is the
+    only way such a connection fails without a byte of answer, and the server had not read the
+    request (an HTTP/1.1 server never closes a connection with a request in progress without
+    answering unless its process dies, and a dead container refuses the fresh connection). Nothing
+    else is retried: not a fresh connection, not a failure after a byte of the response, not a
+    timeout.
+    """
+
     def __init__(self, max_response_bytes: int, timeout_s: float) -> None:
         self._max_response = max_response_bytes
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None
+        self._fresh: aiohttp.ClientSession | None = None
+        #: Requests sent a second time after a pooled connection turned out closed (for benchmarks).
+        self.stale_retries = 0
 
     async def start(self) -> None:
-        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30, enable_cleanup_closed=True)
-        self._session = aiohttp.ClientSession(
+        self._session = self._new_session(
+            _PoolConnector(limit=0, keepalive_timeout=POOL_KEEPALIVE_S, enable_cleanup_closed=True)
+        )
+        self._fresh = self._new_session(aiohttp.TCPConnector(limit=0, force_close=True))
+
+    @staticmethod
+    def _new_session(connector: aiohttp.TCPConnector) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
             connector=connector,
             auto_decompress=False,
             skip_auto_headers=_NO_AUTO_HEADERS,
@@ -76,9 +138,10 @@ class Invoker:
         )
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._fresh):
+            if session is not None:
+                await session.close()
+        self._session = self._fresh = None
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -88,10 +151,28 @@ class Invoker:
     async def invoke(
         self, url: URL, body: bytes, headers: CIMultiDict[str], context: FaultContext
     ) -> ContainerReply:
-        """POST the body to the container's /invocations URL (a prebuilt URL: no parsing per request)."""
+        """POST the body to the container's /invocations URL (a prebuilt URL: no parsing per request).
+
+        Redirects are never followed: a 3xx is the container's answer, a ModelError like any
+        non-2xx (following one would send the body to whatever URL the container names)."""
         started = time.perf_counter()
+        answered = False
+        _reused.set(False)
         try:
-            async with self.session.post(url, data=body, headers=headers, timeout=self._timeout) as resp:
+            try:
+                resp = await self._post(self.session, url, body, headers, self._timeout)
+            except aiohttp.ClientError as exc:
+                if not (_reused.get() and _closed_before_any_byte(exc)):
+                    raise
+                # The container closed this idle pooled connection as the request went out: it never
+                # read the request. Once more, on a new connection, within the same time budget.
+                self.stale_retries += 1
+                assert self._fresh is not None
+                left = max(0.001, self._timeout_s - (time.perf_counter() - started))
+                budget = aiohttp.ClientTimeout(total=left)
+                resp = await self._post(self._fresh, url, body, headers, budget)
+            answered = True
+            async with resp:
                 if resp.content_length is not None and resp.content_length > self._max_response:
                     raise context.fault(
                         ModelResponseTooLarge, 0, messages.response_too_large(self._max_response)
@@ -106,9 +187,7 @@ class Invoker:
         except TimeoutError as exc:
             raise _timed(context.fault(ModelTimeout, 0, messages.invocation_timed_out()), started) from exc
         except aiohttp.ClientError as exc:
-            reason = str(exc) or type(exc).__name__
-            fault = context.fault(ModelUnreachable, 0, messages.container_unreachable(reason))
-            raise _timed(fault, started) from exc
+            raise _timed(_unreachable(exc, answered, context), started) from exc
         except ModelFault as fault:
             _timed(fault, started)
             raise
@@ -117,6 +196,17 @@ class Invoker:
             original = data.decode("utf-8", errors="replace")
             raise _timed(context.fault(ModelErrorResponse, status, original), started)
         return ContainerReply(status, data, content_type, passed_back, elapsed)
+
+    @staticmethod
+    async def _post(
+        session: aiohttp.ClientSession,
+        url: URL,
+        body: bytes,
+        headers: CIMultiDict[str],
+        timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """Send the request and read the status line and headers (the body is read by the caller)."""
+        return await session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
 
     async def _read_capped(self, resp: aiohttp.ClientResponse, context: FaultContext) -> bytes:
         """Read a body of unknown length (chunked), failing as soon as it passes the cap."""
@@ -128,6 +218,28 @@ class Invoker:
                 raise context.fault(ModelResponseTooLarge, 0, messages.response_too_large(self._max_response))
             chunks.append(chunk)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _unreachable(exc: aiohttp.ClientError, answered: bool, context: FaultContext) -> ModelFault:
+    """The fault for a failed connection, in words that say what happened. `suspect`: the container
+    looks gone (a refused connection, or a new one closed before any answer: on a port published
+    by docker-proxy, a container with nothing listening accepts and then drops the connection)."""
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        reason, suspect = messages.connection_refused(detail), True
+    elif answered:
+        reason, suspect = messages.closed_mid_response(detail), False
+    elif _closed_before_any_byte(exc):
+        reason, suspect = messages.closed_before_status_line(detail), True
+    elif isinstance(exc, aiohttp.ServerDisconnectedError):
+        partial = f"{type(exc).__name__}: after a partial status line"
+        reason, suspect = messages.closed_before_status_line(partial), False
+    else:
+        reason, suspect = messages.container_unreachable(detail), False
+    fault = context.fault(ModelUnreachable, 0, reason)
+    assert isinstance(fault, ModelUnreachable)
+    fault.suspect = suspect
+    return fault
 
 
 def _timed(fault: ModelFault, started: float) -> ModelFault:

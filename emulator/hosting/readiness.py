@@ -36,9 +36,12 @@ class PingPolicy:
 
 
 async def ping_once(session: aiohttp.ClientSession, url: str, timeout_s: float) -> str | None:
-    """None when healthy (HTTP 200), else what was observed."""
+    """None when healthy (HTTP 200), else what was observed. A redirect is not followed: a 3xx is
+    not healthy (following it would let a container point smlocal at any URL the host reaches)."""
     try:
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+        async with session.get(
+            url, timeout=aiohttp.ClientTimeout(total=timeout_s), allow_redirects=False
+        ) as resp:
             await resp.read()
             return None if resp.status == 200 else f"/ping answered HTTP {resp.status}"
     except TimeoutError:

@@ -596,11 +596,13 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
             try:
                 reply = await self.invoker.invoke(instance.invocations_url, body, headers, context)
             except ModelUnreachable as exc:
-                # The connection failed (refused, reset, closed): the instance is gone or going. Take
-                # it out of rotation now, before its exit event arrives (a ping puts it back if it
-                # was a one-off). Only a connection that was never made is safe to send elsewhere,
+                # Refused, or a new connection dropped unanswered (exc.suspect; the invoker already
+                # retried a stale pooled one): the instance looks gone. Take it out of rotation now,
+                # before its exit event arrives (a ping puts it back if it was a one-off). Only a
+                # connection that was never made is safe to send elsewhere,
                 # once; a request the container may have received is the client's 424.
-                self._suspect(endpoint_name, variant, instance)
+                if exc.suspect:
+                    self._suspect(endpoint_name, variant, instance)
                 if attempt or not isinstance(exc.__cause__, aiohttp.ClientConnectorError):
                     raise
                 continue

@@ -77,6 +77,21 @@ def container_unreachable(reason: str, container: str = "primary") -> str:  # [U
     return f"Could not get a response from container {container}: {reason}."
 
 
+def connection_refused(detail: str, container: str = "primary") -> str:  # [U]
+    return f"Could not connect to container {container}: the connection was refused ({detail})."
+
+
+def closed_before_status_line(detail: str, container: str = "primary") -> str:  # [U]
+    return (
+        f"Container {container} closed the connection before sending an HTTP status line: its server "
+        f"may have died or nothing listens on port 8080 ({detail})."
+    )
+
+
+def closed_mid_response(detail: str, container: str = "primary") -> str:  # [U]
+    return f"Container {container} closed the connection before the whole response was sent ({detail})."
+
+
 def request_too_large(limit: int) -> str:  # [O] 2018 text, with today's limit
     return f"HTTP content length exceeded {limit} bytes."
 

@@ -207,7 +207,10 @@ class DockerRuntime:
         container = self._get(container_id)
         if container is None:
             return ""
-        raw = container.logs(stdout=True, stderr=True, tail=tail if tail is not None else "all")
+        try:
+            raw = container.logs(stdout=True, stderr=True, tail=tail if tail is not None else "all")
+        except docker.errors.NotFound:  # removed meanwhile (docker rm -f by someone else)
+            return ""
         return bytes(raw).decode("utf-8", errors="replace")
 
     def follow_logs(self, container_id: str, since: int | None = None) -> Iterator[bytes]:
@@ -275,6 +278,8 @@ class DockerRuntime:
             pass  # not running any more
         try:
             container.wait(timeout=grace_s)
+        except docker.errors.NotFound:  # removed meanwhile (docker rm -f by someone else)
+            return ContainerState(running=False, exit_code=None, status="removed")
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
             log.info("container %s ignored SIGTERM for %.1f s: SIGKILL", container.name, grace_s)
             try:

@@ -279,7 +279,9 @@ def test_crashing_container_gets_a_prompt_model_error(smlocal: Smlocal) -> None:
         )
         assert (code, status) == ("ModelError", 424)
         assert response["OriginalStatusCode"] == 0
-        assert str(response["OriginalMessage"]).startswith("Could not get a response from container primary")
+        assert str(response["OriginalMessage"]).startswith(
+            "Container primary closed the connection before sending an HTTP status line: "
+        )
     finally:
         smlocal.cleanup("Crashy")
 

@@ -346,14 +346,27 @@ async def test_invoke_closed_connection_is_model_unreachable(invoker: Invoker) -
     finally:
         server.close()
         await server.wait_closed()
-    assert info.value.original_status == 0
-    assert info.value.original_message.startswith("Could not get a response from container primary: ")
+    exc = info.value
+    assert exc.original_status == 0
+    assert exc.original_message == (
+        "Container primary closed the connection before sending an HTTP status line: its server may have "
+        "died or nothing listens on port 8080 (ServerDisconnectedError: Server disconnected)."
+    )
+    assert exc.message.startswith(
+        f'Received server error (0) from primary with message "{exc.original_message}"'
+    )
+    assert exc.suspect  # a new connection dropped unanswered: the container looks gone
+    assert invoker.stale_retries == 0  # a new connection is never retried
 
 
 async def test_invoke_connection_refused_is_model_unreachable(invoker: Invoker) -> None:
     with pytest.raises(ModelUnreachable) as info:
         await invoker.invoke(URL(f"http://127.0.0.1:{free_port()}/invocations"), b"x", CIMultiDict(), CONTEXT)
     assert info.value.original_status == 0
+    assert info.value.original_message.startswith(
+        "Could not connect to container primary: the connection was refused (ClientConnectorError"
+    )
+    assert info.value.suspect
 
 
 async def test_invoke_response_over_cap_with_content_length(release: asyncio.Event, invoker: Invoker) -> None:
@@ -445,3 +458,154 @@ async def test_no_auto_content_type_user_agent_or_accept_encoding(
 async def test_no_headers_given_means_none_sent(release: asyncio.Event, invoker: Invoker) -> None:
     """Not even aiohttp's default `Accept: */*` (SageMaker's default when the client sent none is [U])."""
     assert await received_headers(release, invoker, CIMultiDict()) == {}
+
+
+# ------------------------------------------------ keep-alive races, partial answers and redirects
+
+OK_KEEP_ALIVE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
+
+
+@asynccontextmanager
+async def raw_server(
+    answer: Callable[[int, int], bytes | None],
+) -> AsyncIterator[tuple[str, list[tuple[int, int]]]]:
+    """A raw HTTP/1.1 server: `answer(connection_no, request_no_on_it)` gives the bytes to send (the
+    connection stays open after OK_KEEP_ALIVE, closes after anything else), or None to close it at
+    once without answering. Yields (url, requests seen)."""
+    seen: list[tuple[int, int]] = []
+    connections = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        conn, n = connections, 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                await reader.readexactly(length)
+                n += 1
+                seen.append((conn, n))
+                data = answer(conn, n)
+                if data is None:
+                    break
+                writer.write(data)
+                await writer.drain()
+                if data != OK_KEEP_ALIVE:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/invocations", seen
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_pooled_connection_closed_unanswered_is_retried_once_on_a_new_one(invoker: Invoker) -> None:
+    """The keep-alive race, made deterministic: the server closes the pooled connection as the second
+    request arrives on it (as gunicorn/aiohttp do when their idle timer fires), without a byte."""
+    async with raw_server(lambda conn, n: OK_KEEP_ALIVE if (conn, n) != (1, 2) else None) as (url, seen):
+        first = await invoker.invoke(URL(url), b"a", CIMultiDict(), CONTEXT)
+        second = await invoker.invoke(URL(url), b"b", CIMultiDict(), CONTEXT)
+    assert (first.body, second.body) == (b"ok", b"ok")
+    assert seen == [(1, 1), (1, 2), (2, 1)]  # the retry went out on a new connection
+    assert invoker.stale_retries == 1
+
+
+async def test_a_retry_that_fails_too_is_not_retried_again(invoker: Invoker) -> None:
+    async with raw_server(lambda conn, n: OK_KEEP_ALIVE if conn == 1 and n == 1 else None) as (url, seen):
+        await invoker.invoke(URL(url), b"a", CIMultiDict(), CONTEXT)
+        with pytest.raises(ModelUnreachable) as info:
+            await invoker.invoke(URL(url), b"b", CIMultiDict(), CONTEXT)
+    assert seen == [(1, 1), (1, 2), (2, 1)]
+    assert info.value.suspect  # the new connection was dropped too: the container looks gone
+    assert invoker.stale_retries == 1
+
+
+async def test_a_partial_status_line_on_a_pooled_connection_is_not_retried(invoker: Invoker) -> None:
+    """A byte of answer means the container read the request: never sent twice."""
+    answers = {(1, 1): OK_KEEP_ALIVE, (1, 2): b"HTTP/1.1 20"}
+    async with raw_server(lambda conn, n: answers.get((conn, n), OK_KEEP_ALIVE)) as (url, seen):
+        await invoker.invoke(URL(url), b"a", CIMultiDict(), CONTEXT)
+        with pytest.raises(ModelUnreachable) as info:
+            await invoker.invoke(URL(url), b"b", CIMultiDict(), CONTEXT)
+    assert seen == [(1, 1), (1, 2)]
+    assert invoker.stale_retries == 0
+    assert not info.value.suspect
+    assert info.value.original_message == (
+        "Container primary closed the connection before sending an HTTP status line: its server may have "
+        "died or nothing listens on port 8080 (ServerDisconnectedError: after a partial status line)."
+    )
+
+
+async def test_a_drop_mid_body_is_not_retried_and_says_so(invoker: Invoker) -> None:
+    partial = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"
+    async with raw_server(lambda conn, n: partial if n == 1 and conn == 1 else OK_KEEP_ALIVE) as (url, seen):
+        with pytest.raises(ModelUnreachable) as info:
+            await invoker.invoke(URL(url), b"a", CIMultiDict(), CONTEXT)
+    assert seen == [(1, 1)]
+    assert not info.value.suspect
+    assert info.value.original_status == 0
+    assert info.value.original_message.startswith(
+        "Container primary closed the connection before the whole response was sent (ClientPayloadError: "
+    )
+
+
+def redirecting(hits: list[str]) -> dict[str, Handler]:
+    """/ping and /invocations answer 307 to /target, which records every hit."""
+
+    async def target(request: web.Request) -> web.Response:
+        hits.append(request.method)
+        return web.Response(text="you followed me")
+
+    async def redirect(request: web.Request) -> web.Response:
+        await request.read()
+        raise web.HTTPTemporaryRedirect("/target", text="moved")
+
+    return {"ping": redirect, "invocations": redirect, "target": target}
+
+
+async def test_invoke_3xx_is_a_model_error_and_never_followed(
+    release: asyncio.Event, invoker: Invoker
+) -> None:
+    hits: list[str] = []
+    async with serve(release, **redirecting(hits)) as url:
+        with pytest.raises(ModelErrorResponse) as info:
+            await invoker.invoke(URL(f"{url}/invocations"), b"secret", CIMultiDict(), CONTEXT)
+    assert hits == []
+    exc = info.value
+    assert exc.original_status == 307
+    assert exc.original_message == "moved"
+    assert exc.message == messages.model_error(
+        307, "moved", ACCOUNT.console_logs_url("ep"), ACCOUNT.account_id
+    )
+    assert exc.message.startswith('Received server error (307) from primary with message "moved".')
+
+
+async def test_ping_3xx_is_not_healthy_and_never_followed(
+    release: asyncio.Event, session: aiohttp.ClientSession
+) -> None:
+    from emulator.hosting import health
+
+    hits: list[str] = []
+    policy = PingPolicy(deadline_s=0.3, attempt_timeout_s=0.2, interval_s=0.05)
+    async with serve(release, **redirecting(hits)) as url:
+        result = await wait_until_healthy(session, url, policy, asyncio.Event())
+        steady = await health.ping(session, url, 1.0)
+    assert result.outcome is Outcome.TIMED_OUT
+    assert result.last_observation == "/ping answered HTTP 307"
+    assert steady is False
+    assert hits == []
