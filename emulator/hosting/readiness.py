@@ -45,9 +45,20 @@ async def ping_once(session: aiohttp.ClientSession, url: str, timeout_s: float) 
             await resp.read()
             return None if resp.status == 200 else f"/ping answered HTTP {resp.status}"
     except TimeoutError:
-        return f"/ping did not answer within {timeout_s:g} s"
+        return _no_answer(timeout_s)
     except aiohttp.ClientError as exc:
         return f"/ping failed: {type(exc).__name__}: {exc}"
+
+
+_NO_ATTEMPT = "no /ping attempt yet"
+
+
+def _no_answer(timeout_s: float) -> str:
+    return f"/ping did not answer within {timeout_s:g} s"
+
+
+def _cut_short(attempt_timeout_s: float, policy: PingPolicy) -> bool:
+    return attempt_timeout_s < policy.attempt_timeout_s
 
 
 async def wait_until_healthy(
@@ -60,7 +71,7 @@ async def wait_until_healthy(
     started = time.monotonic()
     deadline = started + policy.deadline_s
     attempts = 0
-    observation = "no /ping attempt yet"
+    observation = _NO_ATTEMPT
     while True:
         if exited.is_set():
             return Readiness(Outcome.EXITED, time.monotonic() - started, attempts, "container exited")
@@ -68,9 +79,8 @@ async def wait_until_healthy(
         if now >= deadline:
             return Readiness(Outcome.TIMED_OUT, now - started, attempts, observation)
         attempts += 1
-        attempt = asyncio.ensure_future(
-            ping_once(session, url, min(policy.attempt_timeout_s, deadline - now))
-        )
+        attempt_timeout_s = min(policy.attempt_timeout_s, deadline - now)
+        attempt = asyncio.ensure_future(ping_once(session, url, attempt_timeout_s))
         exit_wait = asyncio.ensure_future(exited.wait())
         done, _ = await asyncio.wait({attempt, exit_wait}, return_when=asyncio.FIRST_COMPLETED)
         if attempt not in done:
@@ -80,7 +90,11 @@ async def wait_until_healthy(
         result = attempt.result()
         if result is None:
             return Readiness(Outcome.HEALTHY, time.monotonic() - started, attempts, "/ping answered HTTP 200")
-        observation = result
+        if observation == _NO_ATTEMPT or not (
+            _cut_short(attempt_timeout_s, policy) and result == _no_answer(attempt_timeout_s)
+        ):
+            # a last attempt the deadline cut short proves nothing: keep what the full ones saw
+            observation = result
         remaining = deadline - time.monotonic()
         try:
             await asyncio.wait_for(exited.wait(), timeout=max(0.0, min(policy.interval_s, remaining)))

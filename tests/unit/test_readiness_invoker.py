@@ -130,6 +130,28 @@ async def test_timed_out_names_the_last_status(
     assert 0.4 <= result.elapsed_s < 1.5
 
 
+async def test_an_attempt_the_deadline_cut_short_keeps_the_last_real_observation(
+    release: asyncio.Event, session: aiohttp.ClientSession
+) -> None:
+    """A container answering 503 whose last ping the deadline cut to a few ms: the evidence is the 503,
+    not 'did not answer within 0.00186 s' (seen in a startup-timeout test)."""
+    answered = 0
+
+    async def ping(request: web.Request) -> web.Response:
+        nonlocal answered
+        answered += 1
+        if answered > 1:
+            await release.wait()  # every later attempt runs into the deadline
+        return web.Response(status=503)
+
+    policy = PingPolicy(deadline_s=0.5, attempt_timeout_s=2.0, interval_s=0.01)
+    async with serve(release, ping=ping) as url:
+        result = await wait_until_healthy(session, url, policy, asyncio.Event())
+    assert result.outcome is Outcome.TIMED_OUT
+    assert result.attempts == 2
+    assert result.last_observation == "/ping answered HTTP 503"
+
+
 async def test_slow_ping_counts_as_a_timeout_per_attempt(
     release: asyncio.Event, session: aiohttp.ClientSession
 ) -> None:
