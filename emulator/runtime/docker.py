@@ -26,7 +26,7 @@ from emulator.runtime.base import (
     ImageConfig,
     ResolvedImage,
 )
-from emulator.runtime.docker_isolation import DockerIsolation
+from emulator.runtime.docker_isolation import DockerIsolation, force_remove
 from emulator.runtime.labels import CONTAINER_PORT, ISOLATION_GROUP, ROLE, ROLE_FORWARDER
 
 log = logging.getLogger(__name__)
@@ -296,12 +296,9 @@ class DockerRuntime:
         if container is not None:
             group = container.labels.get(ISOLATION_GROUP) or group
             try:
-                container.remove(force=True, v=True)
-            except docker.errors.NotFound:
-                pass
+                force_remove(container)
             except docker.errors.APIError as exc:
-                if exc.status_code != 409:  # removal already in progress
-                    raise EngineError(f"Docker could not remove {container.name}: {exc}") from exc
+                raise EngineError(f"Docker could not remove {container.name}: {exc}") from exc
         if group is not None:
             self._isolation.remove_group(group)
 

@@ -141,13 +141,7 @@ class DockerIsolation:
         selector = {"label": [f"{labels.ISOLATION_GROUP}={group}"]}
         try:
             for container in self.client.containers.list(all=True, filters=selector):
-                try:
-                    container.remove(force=True, v=True)
-                except docker.errors.NotFound:
-                    pass
-                except docker.errors.APIError as exc:
-                    if exc.status_code != 409:  # removal already in progress
-                        raise
+                force_remove(container)
             for network in self.client.networks.list(filters=selector):
                 try:
                     network.remove()
@@ -176,3 +170,15 @@ class DockerIsolation:
         except _ENGINE_ERRORS as exc:
             raise EngineError(f"Docker engine error while removing isolation networks: {exc}") from exc
         return removed
+
+
+def force_remove(container: Any) -> None:
+    """Force-remove a container with its anonymous volumes; no error when it is gone or its removal
+    is already in progress (409). Other engine errors are raised as the docker SDK's."""
+    try:
+        container.remove(force=True, v=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:
+            raise
