@@ -143,3 +143,63 @@ def test_killed_instance_of_a_keepalive_server_is_replaced(smlocal_ka: Smlocal) 
     assert len(client.failures) <= 1, "\n".join(client.failures)
     assert all("ModelError" in f for f in client.failures)
     assert survivor.id in still  # never taken out for closing idle connections
+
+
+def all_counts(smlocal: Smlocal, name: str) -> int:
+    """What every instance of the endpoint received, added up."""
+    service = smlocal.server.service
+    assert service is not None
+    return sum(int(httpx.get(f"{i.base_url}/count").text) for i in service._fleets[name].all_instances())
+
+
+@pytest.mark.parametrize(("server", "timeout_s"), [("gunicorn", "2"), ("aiohttp", "0.5")])
+def test_invoke_paths_on_real_servers(smlocal_ka: Smlocal, server: str, timeout_s: str) -> None:
+    """test_invoke's round trip and payload cap, and test_fleet's spread over instances under
+    concurrency, on gunicorn + Flask and aiohttp.web (their own framing, Content-Type and keep-alive
+    closes): every answer right, no retry by boto3, none lost or sent twice."""
+    name = f"Ka-paths-{server}"
+    described = smlocal_ka.deploy(name, count=2, env={"SERVER": server, "KEEPALIVE_S": timeout_s})
+    assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+    try:
+        small = smlocal_ka.rt.invoke_endpoint(
+            EndpointName=name, Body=b'{"x": 1}', ContentType="application/json"
+        )
+        assert small["Body"].read() == b'{"x": 1}'
+        assert small["ContentType"] == "application/octet-stream"  # the container's, not the request's
+        assert small["InvokedProductionVariant"] == "AllTraffic"
+        assert small["ResponseMetadata"]["RetryAttempts"] == 0
+
+        cap = bytes(range(256)) * (6_291_456 // 256)
+        big = smlocal_ka.rt.invoke_endpoint(
+            EndpointName=name, Body=cap, ContentType="application/octet-stream"
+        )
+        assert big["Body"].read() == cap
+
+        failures: list[str] = []
+        lock = threading.Lock()
+
+        def worker(seed: int) -> None:
+            rt: Any = strict_runtime(smlocal_ka)
+            for i in range(15):
+                body = f"{seed}-{i}".encode()
+                try:
+                    assert rt.invoke_endpoint(EndpointName=name, Body=body)["Body"].read() == body
+                except Exception as exc:  # noqa: BLE001 - every failure is counted and shown
+                    with lock:
+                        failures.append(f"{type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        received = all_counts(smlocal_ka, name)
+        counts = {
+            i.handle.id: int(httpx.get(f"{i.base_url}/count").text)
+            for i in smlocal_ka.server.service._fleets[name].all_instances()  # type: ignore[union-attr]
+        }
+    finally:
+        smlocal_ka.cleanup(name)
+    assert failures == [], f"{len(failures)} failed:\n" + "\n".join(failures[:5])
+    assert received == 2 + 8 * 15  # none lost, none sent twice
+    assert len(counts) == 2 and all(n > 0 for n in counts.values()), counts  # both instances served
