@@ -173,6 +173,12 @@ def boto_clients(url: str) -> tuple[Any, Any]:
 def deploy(
     sm: Any, name: str, env: dict[str, str] | None = None, timeout_s: float = 120, image: str = IMAGE
 ) -> None:
+    create_endpoint(sm, name, env, image)
+    wait_in_service(sm, name, timeout_s)
+
+
+def create_endpoint(sm: Any, name: str, env: dict[str, str] | None = None, image: str = IMAGE) -> None:
+    """Model, endpoint config (one ml.m5.large instance) and endpoint of the same name; no wait."""
     sm.create_model(ModelName=name, PrimaryContainer={"Image": image, "Environment": env or {}})
     sm.create_endpoint_config(
         EndpointConfigName=name,
@@ -186,6 +192,9 @@ def deploy(
         ],
     )
     sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+
+
+def wait_in_service(sm: Any, name: str, timeout_s: float = 120) -> None:
     try:
         sm.get_waiter("endpoint_in_service").wait(
             EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": int(timeout_s)}

@@ -31,7 +31,13 @@ import aiohttp  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench._harness import SmlocalProcess, boto_clients, docker_client  # noqa: E402
+from bench._harness import (  # noqa: E402
+    SmlocalProcess,
+    boto_clients,
+    create_endpoint,
+    docker_client,
+    wait_in_service,
+)
 from emulator.runtime.images import ensure_base_image  # noqa: E402
 from emulator.runtime.labels import owner_id  # noqa: E402
 from tests.fixtures.keepalive import build_keepalive_image  # noqa: E402
@@ -76,24 +82,10 @@ async def irregular(urls: list[str], timeout_s: float, requests: int) -> Counter
 
 
 def deploy_all(sm: Any, names: list[str], image: str, env: dict[str, str]) -> None:
+    for name in names:  # all created first, so that their containers start together
+        create_endpoint(sm, name, env, image)
     for name in names:
-        sm.create_model(ModelName=name, PrimaryContainer={"Image": image, "Environment": env})
-        sm.create_endpoint_config(
-            EndpointConfigName=name,
-            ProductionVariants=[
-                {
-                    "VariantName": "AllTraffic",
-                    "ModelName": name,
-                    "InitialInstanceCount": 1,
-                    "InstanceType": "ml.m5.large",
-                }
-            ],
-        )
-        sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
-    for name in names:
-        sm.get_waiter("endpoint_in_service").wait(
-            EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
-        )
+        wait_in_service(sm, name)
 
 
 def main(argv: list[str] | None = None) -> int:
