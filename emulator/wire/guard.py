@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import uuid
@@ -71,10 +72,16 @@ def refuse_admin(method: str, path: str) -> str:
 
 
 def middlewares(configured_host: str) -> list[Middleware]:
+    # Every request asks (the invoke path too): a client sends one or two Host values, so the verdict
+    # is remembered; bounded, since the values are the client's.
+    @functools.lru_cache(maxsize=64)
+    def allowed(host: str) -> bool:
+        return is_allowed_host(host, configured_host)
+
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         host = request.headers.get("Host")
-        if host is not None and not is_allowed_host(host, configured_host):
+        if host is not None and not allowed(host):
             return plain_error(403, "AccessDeniedException", refuse_host(host, configured_host), _rid())
         if (
             request.path.startswith(ADMIN_PREFIX)
