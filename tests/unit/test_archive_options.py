@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from emulator import server
 from emulator.cli import build_parser, main
 from emulator.config import ArchiveLimits, ServerConfig
 from emulator.hosting.artifacts import ArtifactStore
-
-
-@pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerConfig]:
-    seen: list[ServerConfig] = []
-
-    def fake(config: ServerConfig, **_: Any) -> None:
-        seen.append(config)
-
-    monkeypatch.setattr(server, "serve_forever", fake)
-    return seen
 
 
 def test_defaults_are_the_named_ones(served: list[ServerConfig], tmp_path: Path) -> None:

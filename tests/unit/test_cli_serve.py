@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from emulator import server
 from emulator.cli import build_parser, main
 from emulator.config import ServerConfig
-
-
-@pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerConfig]:
-    """serve_forever replaced: the config it would have served with is recorded."""
-    seen: list[ServerConfig] = []
-
-    def fake(config: ServerConfig, **_: Any) -> None:
-        seen.append(config)
-
-    monkeypatch.setattr(server, "serve_forever", fake)
-    return seen
 
 
 def test_time_scale_reaches_the_config(served: list[ServerConfig], tmp_path: Path) -> None:
