@@ -30,6 +30,10 @@ class Check:
     func: CheckFunction
     #: How to fix an image that breaks the rule (docs/contract.md; failure messages say it too).
     fix: str = ""
+    #: A trap real images fall into, as docs/contract.md shows it: what breaks the rule ...
+    before: str = ""
+    #: ... and the same thing fixed (both short snippets: a Dockerfile line, a few lines of code).
+    after: str = ""
 
     @property
     def group(self) -> str:
@@ -44,13 +48,16 @@ class Check:
         return f"{DOCS}#{self.anchor}"
 
 
-def check(id: str, title: str, requirement: str, fix: str = "") -> Callable[[CheckFunction], CheckFunction]:
-    """Register a check. `requirement` states the rule (with its source); `fix` says how to comply."""
+def check(
+    id: str, title: str, requirement: str, fix: str = "", before: str = "", after: str = ""
+) -> Callable[[CheckFunction], CheckFunction]:
+    """Register a check. `requirement` states the rule (with its source); `fix` says how to comply;
+    `before`/`after` are an example of the trap and its fix for docs/contract.md."""
 
     def register(func: CheckFunction) -> CheckFunction:
         if id in _REGISTRY:
             raise ValueError(f"check id {id} registered twice")
-        _REGISTRY[id] = Check(id, title, requirement, func, fix)
+        _REGISTRY[id] = Check(id, title, requirement, func, fix, before, after)
         return func
 
     return register

@@ -77,15 +77,22 @@ def counts(results: Iterable[CheckResult]) -> dict[Outcome, int]:
     return found
 
 
+def headline_warnings(results: Iterable[CheckResult]) -> list[str]:
+    """The warnings the summary line repeats (CheckContext.warn(..., headline=True)), in run order."""
+    return [w for r in results for w in r.headline_warnings]
+
+
 def summary(results: Sequence[CheckResult]) -> str:
-    """`12 passed, 1 failed, 2 skipped in 14.2 s` (outcomes with a zero count left out)."""
+    """`12 passed, 1 failed, 2 skipped in 14.2 s` (outcomes with a zero count left out), then each
+    headline warning: `...; warning: no successful invocation: ...`."""
     found = counts(results)
     order = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED)
     shown = [
         f"{found[o]} {o.value}{'s' if o is Outcome.ERROR and found[o] > 1 else ''}" for o in order if found[o]
     ] or ["no checks"]
     total = sum(r.duration_s for r in results)
-    return f"{', '.join(shown)} in {total:.1f} s"
+    line = f"{', '.join(shown)} in {total:.1f} s"
+    return "; ".join([line, *(f"warning: {w}" for w in headline_warnings(results))])
 
 
 # --- JSON -------------------------------------------------------------------------------------------
@@ -234,7 +241,13 @@ def print_report(
     checks: Iterable[Check] | Mapping[str, str] | None = None,
 ) -> None:
     console.print(results_table(results, checks))
-    style = "green" if exit_code(results) == EXIT_OK else "bold red"
+    style = (
+        "bold red"
+        if exit_code(results) != EXIT_OK
+        else "bold yellow"
+        if headline_warnings(results)
+        else "green"
+    )
     console.print(Text(summary(results), style=style))
 
 

@@ -50,6 +50,8 @@ class CheckResult:
     evidence: Mapping[str, Any] = field(default_factory=dict)
     doc_url: str = ""
     warnings: tuple[str, ...] = ()
+    #: Warnings the summary line repeats (a subset of `warnings`).
+    headline_warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -65,4 +67,5 @@ class CheckResult:
             "evidence": dict(self.evidence),
             "doc_url": self.doc_url,
             "warnings": list(self.warnings),
+            "headline_warnings": list(self.headline_warnings),
         }

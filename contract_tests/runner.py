@@ -39,6 +39,7 @@ def run_check(check: Check, target: Target) -> CheckResult:
         evidence=context.evidence,
         doc_url="" if context.evidence.get("cause") == CAUSE_CONTAINER_REMOVED else check.doc_url,
         warnings=tuple(context.warnings),
+        headline_warnings=tuple(context.headline_warnings),
     )
 
 

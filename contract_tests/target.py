@@ -36,6 +36,17 @@ SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
 
 
 @dataclass(frozen=True)
+class Payload:
+    """One request the invocation checks send: a body, its Content-Type and (optionally) an Accept."""
+
+    body: bytes = b"{}"
+    content_type: str = "application/json"
+    accept: str | None = None
+    #: where it came from, for messages (`--payload FILE`), or "the default payload"
+    source: str = "the default payload"
+
+
+@dataclass(frozen=True)
 class CheckConfig:
     image: str
     model_data: str | None = None
@@ -43,10 +54,23 @@ class CheckConfig:
     #: The request body the invocation checks send (the container may answer it with any status).
     payload: bytes = b"{}"
     content_type: str = "application/json"
+    #: The Accept header sent with `payload` (None: none).
+    accept: str | None = None
+    #: More inputs the user gave (`--payload` several times): invocations.serves sends each.
+    extra_payloads: tuple[Payload, ...] = ()
+    #: True when the user chose the payload(s): then no 2xx to any of them is a failure, not a warning.
+    payload_given: bool = False
     limits: ContractLimits = field(default_factory=ContractLimits)
     cache_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "smlocal-check")
     poll_interval_s: float = 0.05
     serverless_image_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
+
+    @property
+    def payloads(self) -> tuple[Payload, ...]:
+        """Every input to send: the primary payload (what most checks use) first."""
+        source = "the configured payload" if self.payload_given else "the default payload"
+        first = Payload(self.payload, self.content_type, self.accept, source)
+        return (first, *self.extra_payloads)
 
     @property
     def container_port(self) -> int:
@@ -274,10 +298,15 @@ class CheckContext:
     target: Target
     warnings: list[str] = field(default_factory=list)
     evidence: dict[str, Any] = field(default_factory=dict)
+    headline_warnings: list[str] = field(default_factory=list)
 
     @property
     def config(self) -> CheckConfig:
         return self.target.config
 
-    def warn(self, message: str) -> None:
+    def warn(self, message: str, headline: bool = False) -> None:
+        """A warning on this check's result; `headline` ones also go in the report's summary line
+        (what must not be missed, e.g. that the model's serving was never verified)."""
         self.warnings.append(message)
+        if headline:
+            self.headline_warnings.append(message)

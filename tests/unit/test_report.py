@@ -156,7 +156,17 @@ def test_json_shape_and_coercion(results: list[CheckResult], tmp_path: Path) -> 
     report.write_json(results, path)
     data = json.loads(path.read_text())
     assert [d["id"] for d in data] == [r.id for r in results]
-    keys = {"id", "title", "outcome", "duration_s", "message", "evidence", "doc_url", "warnings"}
+    keys = {
+        "id",
+        "title",
+        "outcome",
+        "duration_s",
+        "message",
+        "evidence",
+        "doc_url",
+        "warnings",
+        "headline_warnings",
+    }
     assert all(set(d) == keys for d in data)
     assert [d["outcome"] for d in data] == ["passed", "failed", "skipped", "error"]
     assert data[0]["warnings"] == ["image is 11 GB"] and data[0]["duration_s"] == 0.123
@@ -414,3 +424,19 @@ def test_render_of_hand_made_checks() -> None:
     )
     assert "**Fix.** Answer 200 on /ping." in text
     assert "No checks are registered yet." in docs.render([])
+
+
+def test_summary_line_repeats_headline_warnings() -> None:
+    quiet = CheckResult("a.b", "t", Outcome.PASSED, 1.0, "ok", warnings=("small",))
+    loud = CheckResult(
+        "invocations.serves",
+        "t",
+        Outcome.PASSED,
+        1.0,
+        "ok",
+        warnings=("w", "never served"),
+        headline_warnings=("never served",),
+    )
+    assert report.summary([quiet]) == "1 passed in 1.0 s"
+    assert report.summary([quiet, loud]) == "2 passed in 2.0 s; warning: never served"
+    assert report.headline_warnings([quiet, loud]) == ["never served"]
