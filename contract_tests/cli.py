@@ -217,7 +217,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     report.print_report(results, console, checks)
     properties = {"image": args.image, "image_id": image.id}
     if args.json:
-        report.write_json(results, args.json)
+        report.write_json(results, args.json, checks, properties=properties)
         console.print(f"JSON report: {args.json}", highlight=False)
     if args.junit:
         report.write_junit(results, args.junit, checks, properties=properties)

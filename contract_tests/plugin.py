@@ -84,6 +84,7 @@ class ContractSession:
         self.image = image
         self._target: Target | None = None
         self.warnings: list[tuple[str, str]] = []
+        self._items: list[ContractItem] = []
 
     def check_config(self) -> CheckConfig:
         from contract_tests.target import CheckConfig
@@ -141,10 +142,24 @@ class ContractSession:
             self._target.close()
             self._target = None
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._items = [item for item in session.items if isinstance(item, ContractItem)]
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.warnings:
+        """The contract's warnings, headline warnings first (what `smlocal check`'s summary repeats:
+        e.g. the model's serving was never verified), then the others, in run order."""
+        loud = [
+            (item.result.id, w)
+            for item in self._items
+            if item.result is not None
+            for w in item.result.headline_warnings
+        ]
+        rest = [pair for pair in self.warnings if pair not in loud]
+        if loud or rest:
             terminalreporter.section("smlocal contract warnings", yellow=True)
-            for check_id, warning in self.warnings:
+            for check_id, warning in loud:
+                terminalreporter.line(f"{check_id}: {warning}", yellow=True, bold=True)
+            for check_id, warning in rest:
                 terminalreporter.line(f"{check_id}: {warning}")
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -57,8 +57,9 @@ ERROR_NOTE = (
 _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-# A failure message that already says what to change (checks often end theirs with `Fix: ...`).
-_FIX_LINE = re.compile(r"^\s*Fix:", re.MULTILINE)
+# What to change, as checks write it inside their failure messages: `... was seen. Fix: do this.` (to the
+# end of that line; log lines may follow it). At a line's start or after a space, never inside a word.
+_FIX_IN_MESSAGE = re.compile(r"(?:^|(?<=\s))Fix:[ \t]*(?P<fix>[^\n]*)", re.MULTILINE)
 
 
 def first_line(text: str) -> str:
@@ -126,18 +127,60 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
-def result_json(result: CheckResult) -> dict[str, Any]:
-    """CheckResult.to_json with every evidence value made JSON-serialisable."""
+#: `--json`'s format: version 1 was the bare list of results; version 2 wraps it in an object whose top
+#: level says what a CI reader needs first (exit code, summary, headline warnings). docs/contract.md.
+JSON_VERSION = 2
+
+
+def result_json(result: CheckResult, fix: str = "") -> dict[str, Any]:
+    """CheckResult.to_json with every evidence value made JSON-serialisable, and `fix`: what to change
+    for a FAILED result (its message's own `Fix: ...`, else the check's `fix`), "" for the others."""
     data: dict[str, Any] = json_safe(result.to_json())
+    data["fix"] = explain(result, fix).fix if result.outcome is Outcome.FAILED else ""
     return data
 
 
-def results_json(results: Iterable[CheckResult]) -> list[dict[str, Any]]:
-    return [result_json(r) for r in results]
+def results_json(
+    results: Iterable[CheckResult], checks: Iterable[Check] | Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    fixes = _fixes(checks)
+    return [result_json(r, fixes.get(r.id, "")) for r in results]
 
 
-def write_json(results: Iterable[CheckResult], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(results_json(results), indent=2) + "\n", encoding="utf-8")
+def report_json(
+    results: Sequence[CheckResult],
+    checks: Iterable[Check] | Mapping[str, str] | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The `--json` document (JSON_VERSION 2): `version`, `exit_code`, `summary` (the console's last
+    line), `counts`, `headline_warnings` (strings, run order) and `warnings` (`{"id", "warning",
+    "headline"}`, every warning), the `properties` given (image, image id), then `results`: the list
+    version 1 was, each with `fix` added for a FAILED one."""
+    loud = headline_warnings(results)
+    return {
+        "version": JSON_VERSION,
+        "exit_code": exit_code(results),
+        "summary": summary(results),
+        "counts": {o.value: n for o, n in counts(results).items()},
+        "headline_warnings": loud,
+        "warnings": [
+            {"id": r.id, "warning": w, "headline": w in r.headline_warnings}
+            for r in results
+            for w in r.warnings
+        ],
+        **({"properties": dict(properties)} if properties else {}),
+        "results": results_json(results, checks),
+    }
+
+
+def write_json(
+    results: Sequence[CheckResult],
+    path: str | Path,
+    checks: Iterable[Check] | Mapping[str, str] | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> None:
+    document = report_json(results, checks, properties)
+    Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
 # --- text shared by the console, JUnit and the pytest plugin ----------------------------------------
@@ -159,18 +202,53 @@ def evidence_text(evidence: Mapping[str, Any], skip: Sequence[str] = ()) -> str:
     return "\n".join(lines)
 
 
-def explanation(result: CheckResult, fix: str = "") -> str:
-    """What a reader needs for a failure or error: the message, the fix unless the message says it,
-    where the rule is documented."""
-    parts = [result.message]
+def split_fix(message: str) -> tuple[str, str]:
+    """`(what was seen, what to change)` from a failure message that says its fix (`... Fix: ...`), the
+    fix being the rest of its line; `(message, "")` when it says none."""
+    found = _FIX_IN_MESSAGE.search(message)
+    if found is None or not found.group("fix").strip():
+        return message, ""
+    before = message[: found.start()].rstrip()
+    after = message[found.end() :].strip("\n")
+    seen = "\n".join(part for part in (before, after) if part.strip())
+    return seen, found.group("fix").strip()
+
+
+@dataclasses.dataclass(frozen=True)
+class Explained:
+    """A failure or error as a reader takes it in: what to change first, what was seen, where the
+    rule is documented, and (for an ERROR) what an ERROR means."""
+
+    fix: str
+    seen: str
+    note: str = ""
+    see: str = ""
+
+    def lines(self) -> list[str]:
+        return [
+            *([f"Fix: {self.fix}"] if self.fix else []),
+            *([self.seen] if self.seen else []),
+            *([self.note] if self.note else []),
+            *([f"See {self.see}"] if self.see else []),
+        ]
+
+
+def explain(result: CheckResult, fix: str = "") -> Explained:
+    """The parts of explanation(): a FAILED result's own fix (its message's `Fix: ...`) before the
+    check's `fix`; an ERROR has no fix but the ERROR_NOTE (unless its container was removed)."""
     if result.outcome is Outcome.ERROR:
-        if result.evidence.get("cause") != CAUSE_CONTAINER_REMOVED:  # that one is no checker bug
-            parts.append(ERROR_NOTE)
-    elif fix and fix not in result.message and not _FIX_LINE.search(result.message):
-        parts.append(f"Fix: {fix}")
-    if result.doc_url:
-        parts.append(f"See {result.doc_url}")
-    return "\n".join(parts)
+        removed = result.evidence.get("cause") == CAUSE_CONTAINER_REMOVED  # that one is no checker bug
+        return Explained("", result.message, "" if removed else ERROR_NOTE, result.doc_url)
+    if result.outcome is Outcome.FAILED:
+        seen, own = split_fix(result.message)
+        return Explained((own or fix).strip(), seen, see=result.doc_url)
+    return Explained("", result.message, see=result.doc_url)
+
+
+def explanation(result: CheckResult, fix: str = "") -> str:
+    """What a reader needs for a failure or error, fix first: `Fix: ...` (the message's own, else
+    `fix`), then what was seen (the message without its fix), then `See docs/contract.md#...`."""
+    return "\n".join(explain(result, fix).lines())
 
 
 def _fixes(checks: Iterable[Check] | Mapping[str, str] | None) -> Mapping[str, str]:
@@ -199,21 +277,34 @@ def progress_line(result: CheckResult) -> Text:
     return line
 
 
-def details(result: CheckResult, fix: str = "") -> Text:
-    """The table's last column: the explanation of a failure or error, the reason of a skip, the short
-    message of a pass; warnings after it, whatever the outcome."""
-    text = Text()
+def details(result: CheckResult, fix: str = "") -> RenderableType:
+    """The table's last column. A pass is one line (its message's first line, cut to fit: the progress
+    lines above the table and the JSON have it all); a skip says why; a failure or error is expanded,
+    fix first (explain()). Warnings follow, whatever the outcome: one `warning: ...` line each,
+    wrapped, not cut (a warning says what to change)."""
+    parts: list[Text] = []
     if result.outcome in (Outcome.FAILED, Outcome.ERROR):
-        message, _, rest = explanation(result, fix).partition("\n")
-        text.append(message)
-        for line in rest.splitlines():
-            style = "cyan" if line.startswith("See ") else "italic" if line.startswith("Fix: ") else "dim"
-            text.append("\n" + line, style=style)
+        explained = explain(result, fix)
+        if explained.fix:
+            parts.append(Text(f"Fix: {explained.fix}", style="bold"))
+        if explained.seen:
+            seen, _, more = explained.seen.partition("\n")
+            parts.append(Text(seen))
+            if more.strip():
+                parts.append(Text(more.strip("\n"), style="dim"))
+        if explained.note:
+            parts.append(Text(explained.note, style="dim"))
+        if explained.see:
+            parts.append(Text(f"See {explained.see}", style="cyan"))
+    elif result.outcome is Outcome.SKIPPED:
+        parts.append(Text(first_line(result.message)))
     elif result.message and result.message != "ok":
-        text.append(result.message, style="dim" if result.outcome is Outcome.PASSED else "")
-    for warning in result.warnings:
-        text.append(("\n" if text else "") + f"warning: {warning}", style="yellow")
-    return text
+        parts.append(Text(first_line(result.message), style="dim", no_wrap=True, overflow="ellipsis"))
+    loud = set(result.headline_warnings)
+    parts.extend(
+        Text(f"warning: {w}", style="bold yellow" if w in loud else "yellow") for w in result.warnings
+    )
+    return Group(*parts)
 
 
 def results_table(
@@ -266,7 +357,10 @@ def junit_xml(
     properties: Mapping[str, str] | None = None,
 ) -> str:
     """One <testsuite> (inside <testsuites>, as pytest writes it); one <testcase> per check with
-    classname = group and name = id; <failure>, <error> or <skipped> as the outcome says."""
+    classname = group and name = id; <failure>, <error> or <skipped> as the outcome says, a failure's
+    text fix first (explanation()), then its evidence. Each headline warning is a
+    `<property name="warning">` of the suite and a line of the suite's <system-err> (its testcase's
+    too); the suite's <system-out> is the summary line."""
     fixes = _fixes(checks)
     found = counts(results)
     total_time = sum(r.duration_s for r in results)
@@ -284,9 +378,11 @@ def junit_xml(
         "testsuites", {k: attrs[k] for k in ("name", "tests", "failures", "errors", "skipped", "time")}
     )
     suite = ET.SubElement(root, "testsuite", attrs)
-    if properties:
+    loud = [(r.id, w) for r in results for w in r.headline_warnings]
+    named = [*(properties or {}).items(), *(("warning", f"{check_id}: {w}") for check_id, w in loud)]
+    if named:
         props = ET.SubElement(suite, "properties")
-        for key, value in properties.items():
+        for key, value in named:
             ET.SubElement(props, "property", {"name": xml_text(key), "value": xml_text(value)})
     for r in results:
         case = ET.SubElement(
@@ -317,6 +413,15 @@ def junit_xml(
             out.append(r.message)
         out.extend(f"warning: {w}" for w in r.warnings)
         ET.SubElement(case, "system-out").text = xml_text("\n".join(out))
+        if r.headline_warnings:
+            err = "\n".join(f"warning: {w}" for w in r.headline_warnings)
+            ET.SubElement(case, "system-err").text = xml_text(err)
+    # After the testcases (the JUnit schema's order): the console's summary line, then the headline
+    # warnings on their own, where a CI page that shows the suite's output shows them.
+    ET.SubElement(suite, "system-out").text = xml_text(summary(results))
+    if loud:
+        err = "\n".join(f"warning: {check_id}: {w}" for check_id, w in loud)
+        ET.SubElement(suite, "system-err").text = xml_text(err)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

@@ -62,7 +62,7 @@ def test_check_good_image_exits_0_and_writes_reports(
     assert "2 passed" in run.stdout and "PASSED" in run.stdout
     assert_no_containers_left(docker_engine, pid)
 
-    data = json.loads((tmp_path / "out.json").read_text())
+    data = json.loads((tmp_path / "out.json").read_text())["results"]
     assert [(d["id"], d["outcome"]) for d in data] == [(c, "passed") for c in CHEAP]
     for d in data:
         assert d["doc_url"] == f"docs/contract.md#{d['id'].replace('.', '-')}"
@@ -92,7 +92,7 @@ def test_check_twin_exits_1_with_the_failure_in_every_report(
     assert run.returncode == 1, run.stdout + run.stderr
     assert "FAILED" in run.stdout and "docs/contract.md#image-root" in run.stdout
     assert_no_containers_left(docker_engine, pid)
-    data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())}
+    data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())["results"]}
     assert data["image.root"]["outcome"] == "failed"
     failure = next(
         c for c in ET.parse(tmp_path / "out.xml").getroot().iter("testcase") if c.get("name") == "image.root"

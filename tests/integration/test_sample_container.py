@@ -136,7 +136,7 @@ def test_smlocal_check_passes_on_the_sample_image(
             str(report),
         ]
     )
-    rows = json.loads(report.read_text())
+    rows = json.loads(report.read_text())["results"]
     outcomes = {row["id"]: row["outcome"] for row in rows}
     bad = {check_id: o for check_id, o in outcomes.items() if o not in ("passed", "skipped")}
     assert not bad, json.dumps([r for r in rows if r["id"] in bad], indent=1)[:4000]

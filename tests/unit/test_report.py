@@ -154,7 +154,7 @@ def test_progress_lines() -> None:
 def test_json_shape_and_coercion(results: list[CheckResult], tmp_path: Path) -> None:
     path = tmp_path / "out.json"
     report.write_json(results, path)
-    data = json.loads(path.read_text())
+    data = json.loads(path.read_text())["results"]
     assert [d["id"] for d in data] == [r.id for r in results]
     keys = {
         "id",
@@ -166,6 +166,7 @@ def test_json_shape_and_coercion(results: list[CheckResult], tmp_path: Path) -> 
         "doc_url",
         "warnings",
         "headline_warnings",
+        "fix",
     }
     assert all(set(d) == keys for d in data)
     assert [d["outcome"] for d in data] == ["passed", "failed", "skipped", "error"]
@@ -440,3 +441,190 @@ def test_summary_line_repeats_headline_warnings() -> None:
     assert report.summary([quiet]) == "1 passed in 1.0 s"
     assert report.summary([quiet, loud]) == "2 passed in 2.0 s; warning: never served"
     assert report.headline_warnings([quiet, loud]) == ["never served"]
+
+
+# --- issue 10: a report people read -------------------------------------------------------------------
+
+
+def _passing_run(n: int = 30) -> list[CheckResult]:
+    """`n` passing checks with long, some multi-line, messages (as the real checks write them)."""
+    return [
+        result(
+            Outcome.PASSED,
+            f"group{i % 6}.rule-number-{i}",
+            message=f"check {i} passed: " + "measured and fine, " * 12 + ("\nsecond line" if i % 3 else ""),
+        )
+        for i in range(n)
+    ]
+
+
+def test_passing_table_is_one_line_per_check_at_width_120() -> None:
+    results = _passing_run(30)
+    lines = render(results, width=120).splitlines()
+    # title, top border, header, header rule, one row per check, bottom border, summary line
+    assert len(lines) <= len(results) + 6, "\n".join(lines)
+    assert all(len(line) <= 120 for line in lines)
+    row = next(line for line in lines if "group0.rule-number-0" in line)
+    assert "check 0 passed: measured and fine" in row and "…" in row  # cut to fit, not wrapped
+    assert "second line" not in "\n".join(lines)
+    assert lines[-1] == "30 passed in 3.7 s"
+
+
+def test_warnings_stay_visible_in_full_and_add_only_their_own_lines() -> None:
+    long = "image is 11.2 GB: over SageMaker serverless's 10 GB image limit; " + "more advice " * 8 + "END"
+    results = [
+        *_passing_run(10),
+        result(Outcome.PASSED, "image.size", message="image size 11.2 GB", warnings=("short one", long)),
+    ]
+    out = render(results, width=120)
+    lines = out.splitlines()
+    # the short warning adds one line, the long one (about 170 characters) its wrapped three
+    assert len(lines) == len(results) + 6 + 1 + 3, out
+    assert "warning: short one" in out and "END" in out  # a warning is wrapped, never cut
+
+
+def test_failure_shows_fix_first_then_what_was_seen_then_the_docs() -> None:
+    failed = result(
+        Outcome.FAILED,
+        "invocations.timely",
+        message="POST /invocations got a timeout after 60 s; SageMaker allows 60 s. Fix: load the model "
+        "at startup.\nLast log lines:\nValueError: boom",
+    )
+    text = report.explanation(failed, "the check's generic fix")
+    assert text.splitlines() == [
+        "Fix: load the model at startup.",
+        "POST /invocations got a timeout after 60 s; SageMaker allows 60 s.",
+        "Last log lines:",
+        "ValueError: boom",
+        "See docs/contract.md#invocations-timely",
+    ]
+    # a message without its own fix gets the check's, still first
+    plain = report.explanation(result(Outcome.FAILED), "Answer 200 on /ping.")
+    assert plain.splitlines()[0] == "Fix: Answer 200 on /ping."
+    assert plain.splitlines()[1] == "no 200 from /ping within 6 s: last answer HTTP 503"
+    out = render([failed], width=120)
+    assert out.index("Fix: load the model") < out.index("got a timeout") < out.index("ValueError: boom")
+    assert out.index("ValueError: boom") < out.index("See docs/contract.md#invocations-timely")
+    assert out.count("Fix:") == 1
+
+
+@pytest.mark.parametrize(
+    ("message", "seen", "fix"),
+    [
+        ("saw X. Fix: do Y", "saw X.", "do Y"),
+        ("saw X\nlogs:\nline\nFix: do Y", "saw X\nlogs:\nline", "do Y"),
+        ("saw X. Fix: do Y\nLast log lines:\nz", "saw X.\nLast log lines:\nz", "do Y"),
+        ("saw X; no fix here", "saw X; no fix here", ""),
+        ("a HotFix: is not a fix", "a HotFix: is not a fix", ""),
+        ("saw X. Fix:", "saw X. Fix:", ""),
+    ],
+)
+def test_split_fix(message: str, seen: str, fix: str) -> None:
+    assert report.split_fix(message) == (seen, fix)
+
+
+def test_junit_failure_text_is_fix_first(tmp_path: Path) -> None:
+    failed = result(Outcome.FAILED, message="saw HTTP 500. Fix: return 200", evidence={"status": 500})
+    suite = ET.fromstring(report.junit_xml([failed], {"start.healthy": "generic"})).find("testsuite")
+    assert suite is not None
+    failure = suite.find("testcase/failure")
+    assert failure is not None and failure.get("message") == "saw HTTP 500. Fix: return 200"
+    assert (failure.text or "").splitlines()[:3] == [
+        "Fix: return 200",
+        "saw HTTP 500.",
+        "See docs/contract.md#start-healthy",
+    ]
+    assert "status: 500" in (failure.text or "")
+
+
+def _headline_run() -> list[CheckResult]:
+    never = "no successful invocation: the model's serving was not verified; give --payload"
+    return [
+        result(Outcome.PASSED, "image.size", message="small", warnings=("image is 11 GB",)),
+        result(
+            Outcome.PASSED,
+            "invocations.serves",
+            message="ok",
+            warnings=("only 500s", never),
+            headline_warnings=(never,),
+        ),
+        result(Outcome.FAILED, "start.healthy", message="saw 503. Fix: load faster"),
+    ]
+
+
+def test_json_report_is_versioned_with_headline_warnings_on_top(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    report.write_json(_headline_run(), path, {"start.healthy": "generic"}, properties={"image": "img:1"})
+    data = json.loads(path.read_text())
+    never = "no successful invocation: the model's serving was not verified; give --payload"
+    assert list(data)[:5] == ["version", "exit_code", "summary", "counts", "headline_warnings"]
+    assert data["version"] == report.JSON_VERSION == 2
+    assert data["exit_code"] == 1
+    assert data["summary"] == f"2 passed, 1 failed in 0.4 s; warning: {never}"
+    assert data["counts"] == {"passed": 2, "failed": 1, "skipped": 0, "error": 0}
+    assert data["headline_warnings"] == [never]
+    assert data["warnings"] == [
+        {"id": "image.size", "warning": "image is 11 GB", "headline": False},
+        {"id": "invocations.serves", "warning": "only 500s", "headline": False},
+        {"id": "invocations.serves", "warning": never, "headline": True},
+    ]
+    assert data["properties"] == {"image": "img:1"}
+    rows = {row["id"]: row for row in data["results"]}
+    assert rows["invocations.serves"]["headline_warnings"] == [never]
+    assert rows["start.healthy"]["fix"] == "load faster" and rows["image.size"]["fix"] == ""
+    assert json.loads(json.dumps(report.report_json([])))["results"] == []
+
+
+def test_junit_carries_headline_warnings_on_the_suite() -> None:
+    never = "no successful invocation: the model's serving was not verified; give --payload"
+    root = ET.fromstring(report.junit_xml(_headline_run(), properties={"image": "img:1"}))
+    suite = root.find("testsuite")
+    assert suite is not None
+    props = [(p.get("name"), p.get("value")) for p in suite.findall("properties/property")]
+    assert props == [("image", "img:1"), ("warning", f"invocations.serves: {never}")]
+    assert suite.findtext("system-err") == f"warning: invocations.serves: {never}"
+    assert suite.findtext("system-out") == f"2 passed, 1 failed in 0.4 s; warning: {never}"
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert cases["invocations.serves"].findtext("system-err") == f"warning: {never}"
+    assert cases["image.size"].find("system-err") is None
+    assert "warning: only 500s" in (cases["invocations.serves"].findtext("system-out") or "")
+    # the schema's order: properties, the testcases, then the suite's system-out and system-err
+    assert [child.tag for child in suite][0] == "properties"
+    assert [child.tag for child in suite][-2:] == ["system-out", "system-err"]
+    quiet = ET.fromstring(report.junit_xml(_headline_run()[:1])).find("testsuite")
+    assert quiet is not None and quiet.find("properties") is None and quiet.find("system-err") is None
+
+
+def _loud(ctx: Any) -> str:
+    ctx.warn("only error answers seen")
+    ctx.warn("no successful invocation: serving not verified", headline=True)
+    return "ok"
+
+
+def test_plugin_summary_shows_headline_warnings_first(
+    pytester: pytest.Pytester, fake_contract: type[_FakeTarget], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contract_tests.registry
+
+    checks = [*FAKE_CHECKS[:1], Check("fake.loud", "warns", "rule", _loud, "fix")]
+    monkeypatch.setattr(contract_tests.registry, "all_checks", lambda: list(checks))
+    run = pytester.runpytest("-p", "contract_tests.plugin", "--sagemaker-image", "fake:1")
+    run.assert_outcomes(passed=2)
+    lines = run.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "smlocal contract warnings" in line)
+    assert lines[start + 1 : start + 4] == [
+        "fake.loud: no successful invocation: serving not verified",
+        "fake.ok: image is 11 GB",
+        "fake.loud: only error answers seen",
+    ]
+
+
+def test_plugin_failure_text_is_fix_first(
+    pytester: pytest.Pytester, fake_contract: type[_FakeTarget]
+) -> None:
+    run = pytester.runpytest("-p", "contract_tests.plugin", "--sagemaker-image", "fake:1", "-k", "fake.bad")
+    run.assert_outcomes(failed=1, deselected=3)
+    out = run.stdout.str()
+    assert out.index("Fix: Answer 200 on /ping.") < out.index("saw HTTP 500 on /ping")
+    assert out.index("saw HTTP 500 on /ping") < out.index("See docs/contract.md#fake-bad")
+    assert out.index("See docs/contract.md#fake-bad") < out.index("status: 500")
