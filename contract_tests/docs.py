@@ -1,14 +1,19 @@
 """docs/contract.md, generated from the check registry: `python3 -m contract_tests.docs > docs/contract.md`.
 
-One section per check with the anchor its results link to (Check.anchor), its rule, its fix and how
-to run it alone. tests/unit/test_report.py fails when the committed file differs from render().
+One section per check with the anchor its results link to (Check.anchor), its rule, its fix, the trap
+it catches as a before/after example (Check.before/after; optional) and how to run it alone; an index
+of those traps near the top, and how to read the report. tests/unit/test_report.py fails when the
+committed file differs from render().
 """
 
 from __future__ import annotations
 
+import re
 import sys
+import textwrap
 from collections.abc import Sequence
 
+from contract_tests import report
 from contract_tests.registry import Check, all_checks
 from emulator.config import ContractLimits
 
@@ -49,6 +54,49 @@ def _limits() -> list[str]:
     return out
 
 
+#: Dockerfile instructions: a snippet that starts with one is shown as a Dockerfile.
+_DOCKERFILE = {
+    "FROM", "RUN", "CMD", "ENTRYPOINT", "COPY", "ADD", "ENV", "ARG", "USER", "WORKDIR", "EXPOSE",
+    "LABEL", "STOPSIGNAL", "HEALTHCHECK", "SHELL", "VOLUME", "ONBUILD",
+}  # fmt: skip
+_PYTHON = re.compile(r"^\s*(?:def|class|import|from|async def|@|if __name__)\b", re.MULTILINE)
+
+
+def language(snippet: str) -> str:
+    """The code block's language for a before/after snippet: dockerfile, sh, python, or none."""
+    text = snippet.strip()
+    if text.startswith("#!"):
+        return "python" if "python" in text.splitlines()[0] else "sh"
+    first = next(
+        (ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), ""
+    )
+    if first.split(" ", 1)[0] in _DOCKERFILE:
+        return "dockerfile"
+    if _PYTHON.search(text):
+        return "python"
+    return ""
+
+
+def code_block(snippet: str) -> list[str]:
+    """`snippet` fenced (with more backticks than it holds in a row), its language guessed."""
+    text = textwrap.dedent(snippet).strip("\n")
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    return [f"{fence}{language(text)}", *text.splitlines(), fence]
+
+
+def _example(check: Check) -> list[str]:
+    lines: list[str] = []
+    if check.before.strip():
+        lines += ["**Before (breaks the rule):**", "", *code_block(check.before), ""]
+    if check.after.strip():
+        lines += ["**After:**", "", *code_block(check.after), ""]
+    return lines
+
+
+def has_example(check: Check) -> bool:
+    return bool(check.before.strip() or check.after.strip())
+
+
 def _section(check: Check) -> list[str]:
     return [
         f'<a id="{check.anchor}"></a>',
@@ -59,8 +107,61 @@ def _section(check: Check) -> list[str]:
         "",
         f"**Fix.** {check.fix.strip() or '(not stated yet)'}",
         "",
+        *_example(check),
         f"**Run it alone.** `smlocal check IMAGE --check {check.id}` or "
         f"`pytest --sagemaker-image IMAGE -k {check.id}`",
+        "",
+    ]
+
+
+def _traps(checks: Sequence[Check]) -> list[str]:
+    """The index of the checks whose sections show a trap, before and after."""
+    shown = [c for c in checks if has_example(c)]
+    if not shown:
+        return []
+    return [
+        "## Traps real images fall into",
+        "",
+        "Mistakes bring-your-own-container images make, each with the check that catches it; its",
+        "section shows the mistake (before) and the same thing fixed (after).",
+        "",
+        *(f"- [`{c.id}`](#{c.anchor}): {c.title}" for c in shown),
+        "",
+    ]
+
+
+def _reading() -> list[str]:
+    return [
+        "## Reading the report",
+        "",
+        "`smlocal check` prints one line per check as it finishes (the whole message and every warning:",
+        "what a CI log keeps), then a table: a passed check is one line, its message cut to fit; a",
+        "warning is a yellow `warning: ...` line under its check; a failed check is expanded, **fix",
+        "first** (`Fix: ...`), then what was seen (with the container's last log lines where they",
+        "matter), then the link to its section here. The last line sums up the run",
+        "(`18 passed, 1 failed in 14.2 s`) and repeats each **headline warning**: what must not be",
+        "missed though no check failed, such as a model whose serving was never verified.",
+        "",
+        "Outcomes: **passed**; **failed** (the image breaks the rule: SageMaker would refuse it or",
+        "serving would break); **skipped** (the check cannot apply, e.g. the container never became",
+        "healthy: see `start.healthy`); **error** (no verdict on the image: a bug in the checker, with",
+        "its traceback in the reports, or the check's container removed by someone else while it ran,",
+        "which the error names). A **warning** is attached to a result of any outcome: something",
+        "SageMaker itself would not refuse but that costs you (a slow path, a limit of one deployment",
+        "type). `smlocal check` exits 0 when no check failed or errored (warnings and skips included:",
+        "read the summary line), 1 when one did, 2 on a usage error (unknown check id, image not found",
+        "locally) and 3 when no Docker engine answers.",
+        "",
+        f'`--json FILE` writes an object (`"version": {report.JSON_VERSION}`): `exit_code`, `summary` (the',
+        "console's last line), `counts`, `headline_warnings` (strings), `warnings` (`id`, `warning`,",
+        "`headline`), `properties` (`image`, `image_id`) and `results`, one per check in run order",
+        "(`id`, `title`, `outcome`, `duration_s`, `message`, `fix` for a failed one, `evidence`,",
+        "`doc_url`, `warnings`, `headline_warnings`). Version 1 (before issue 10) was the bare list that",
+        "is now `results`: `jq '.results'` reads a new report as an old one. `--junit FILE` writes one",
+        '`<testsuite name="smlocal-contract">`, one `<testcase>` per check (classname the group),',
+        "failures' text fix first then the evidence; each headline warning is a",
+        '`<property name="warning">` of the suite and a line of its `<system-err>`; the suite\'s',
+        "`<system-out>` is the summary line.",
         "",
     ]
 
@@ -80,6 +181,7 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "breaks its rule and says what was seen and what to change. An image that passes them all",
         "starts, answers and stops under SageMaker as it does under `smlocal serve`.",
         "",
+        *_traps(checks),
         "## Running the checks",
         "",
         "```bash",
@@ -90,13 +192,8 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "pytest --sagemaker-image IMAGE -k smlocal-contract           # the checks as pytest items",
         "```",
         "",
-        "The image must be local (`smlocal check` never pulls). Outcomes: **passed**; **failed** (the",
-        "image breaks the rule); **skipped** (the check cannot apply, e.g. the container never became",
-        "healthy: see `start.healthy`); **error** (no verdict on the image: a bug in the checker, with",
-        "its traceback in the reports, or the check's container removed by someone else while it ran,",
-        "which the error names). `smlocal check` exits 0 when no check failed or errored, 1 when one",
-        "did, 2 on a usage error (unknown check id, image not found locally) and 3 when no Docker engine",
-        "answers.",
+        "The image must be local (`smlocal check` never pulls). How to read what it prints, its",
+        "outcomes, warnings and exit codes: [Reading the report](#reading-the-report).",
         "",
         "With smlocal installed, pytest gains `--sagemaker-image IMAGE` (and `--sagemaker-model-data`,",
         "`--sagemaker-startup-timeout`, `--sagemaker-env K=V`): one item per check, named",
@@ -106,6 +203,7 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "",
         *_limits(),
         "",
+        *_reading(),
         "## The checks",
         "",
     ]

@@ -156,6 +156,16 @@ def _measure(ctx: CheckContext, container: RunningContainer, wait_s: float) -> M
     "SageMaker sends requests as they arrive and requires the container to accept socket connections "
     "within 250 ms (hosting contract §3.3), including while it is busy with an invocation.",
     ACCEPT_FIX,
+    before="""
+        from http.server import HTTPServer
+
+        HTTPServer(("0.0.0.0", 8080), Handler).serve_forever()  # one connection at a time
+    """,
+    after="""
+        from http.server import ThreadingHTTPServer
+
+        ThreadingHTTPServer(("0.0.0.0", 8080), Handler).serve_forever()  # a thread per connection
+    """,
 )
 def accept_concurrent(ctx: CheckContext) -> str:
     limits = ctx.config.limits

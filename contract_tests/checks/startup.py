@@ -178,6 +178,14 @@ def _startup_evidence(startup: Startup) -> dict[str, object]:
     "foreground, or the variant fails with CannotStartContainerError (hosting contract §3.1, Launch).",
     fix="Make the ENTRYPOINT accept the argument `serve` and run the model server in the foreground "
     "(exec it, do not daemonise it); with no ENTRYPOINT, install an executable named `serve` on the PATH.",
+    before="""
+        # `docker run IMAGE serve` replaces CMD with `serve`, which is no program in this image
+        CMD ["python3", "/opt/program/server.py"]
+    """,
+    after="""
+        # `serve` arrives as an argument of the ENTRYPOINT, which ignores it and runs in the foreground
+        ENTRYPOINT ["python3", "/opt/program/server.py"]
+    """,
 )
 def no_exit(ctx: CheckContext) -> str:
     image = ctx.config.image
@@ -230,6 +238,12 @@ def no_exit(ctx: CheckContext) -> str:
     "SAGEMAKER_BIND_TO_PORT when the platform sets it (inference pipelines, multi-container endpoints) "
     "(hosting contract §3.3 HTTP server, §3.5).",
     fix="Listen on 0.0.0.0 (not 127.0.0.1) on port 8080, or on $SAGEMAKER_BIND_TO_PORT when it is set.",
+    before="""
+        app.run(host="127.0.0.1", port=5000)  # Flask's defaults: unreachable from outside the container
+    """,
+    after="""
+        app.run(host="0.0.0.0", port=int(os.environ.get("SAGEMAKER_BIND_TO_PORT", "8080")))
+    """,
 )
 def listens(ctx: CheckContext) -> str:
     startup = _startup(ctx)
@@ -281,6 +295,20 @@ def listens(ctx: CheckContext) -> str:
     "health check' (hosting contract §3.4 Health checks).",
     fix="Answer GET /ping with HTTP 200 as soon as the model is loaded, and keep answering 200; load "
     "the model fast enough (or raise ContainerStartupHealthCheckTimeoutInSeconds) to be healthy in time.",
+    before="""
+        model = None  # loaded by the first POST /invocations, which never comes: /ping says 503 forever
+
+        @app.get("/ping")
+        def ping():
+            return ("", 200) if model is not None else ("", 503)
+    """,
+    after="""
+        model = load_model("/opt/ml/model")  # at startup, before the server listens
+
+        @app.get("/ping")
+        def ping():
+            return "", 200
+    """,
 )
 def healthy(ctx: CheckContext) -> str:
     startup = _startup(ctx)
@@ -347,6 +375,17 @@ def healthy(ctx: CheckContext) -> str:
     "unhealthy (hosting contract §3.4 Health checks).",
     fix="Answer /ping from a cheap, non-blocking handler (no model call, no lock shared with "
     "inference), so that it returns within the ping timeout even while the server is busy.",
+    before="""
+        @app.get("/ping")
+        def ping():
+            model.predict(SAMPLE)  # a health check that runs the model: seconds under load
+            return "", 200
+    """,
+    after="""
+        @app.get("/ping")
+        def ping():
+            return "", 200  # the model was loaded at startup; inference has its own workers
+    """,
 )
 def ping_fast(ctx: CheckContext) -> str:
     startup = _startup(ctx)
@@ -416,6 +455,16 @@ def _not_ignorable(body: bytes) -> str | None:
     '`{"status": "Healthy"}`), with a warning; a larger or binary body fails.',
     fix="Answer a healthy GET /ping with HTTP 200 and an empty body (Content-Length: 0), or at most a "
     "short text such as `OK`.",
+    before="""
+        @app.get("/ping")
+        def ping():
+            return jsonify(model_card)  # kilobytes of model metadata on every health check
+    """,
+    after="""
+        @app.get("/ping")
+        def ping():
+            return "", 200
+    """,
 )
 def ping_body(ctx: CheckContext) -> str:
     startup = _startup(ctx)

@@ -628,3 +628,74 @@ def test_plugin_failure_text_is_fix_first(
     assert out.index("Fix: Answer 200 on /ping.") < out.index("saw HTTP 500 on /ping")
     assert out.index("saw HTTP 500 on /ping") < out.index("See docs/contract.md#fake-bad")
     assert out.index("See docs/contract.md#fake-bad") < out.index("status: 500")
+
+
+def _trap(ctx: Any) -> str:
+    return "ok"
+
+
+TRAP_CHECKS = [
+    Check(
+        "trap.both",
+        "has both",
+        "rule",
+        _trap,
+        "fix",
+        before='\n    # breaks it\n    CMD ["python3", "server.py"]\n',
+        after='ENTRYPOINT ["python3", "server.py"]',
+    ),
+    Check("trap.none", "has none", "rule", _trap, "fix"),
+    Check("trap.after-only", "has after", "rule", _trap, "fix", after="def ping():\n    return '', 200"),
+    Check("trap.fence", "has backticks", "rule", _trap, "fix", before="echo ```not a fence```\nexec serve"),
+]
+
+
+def test_docs_render_before_after_examples_and_the_traps_index() -> None:
+    text = docs.render(TRAP_CHECKS)
+    index = text.index("## Traps real images fall into")
+    assert index < text.index("## Running the checks") < text.index("## The checks")
+    listed = text[index : text.index("## Running the checks")]
+    assert "[`trap.both`](#trap-both): has both" in listed and "[`trap.after-only`]" in listed
+    assert "trap.none" not in listed and "[`trap.fence`]" in listed
+
+    both = text[text.index('<a id="trap-both">') : text.index('<a id="trap-none">')]
+    assert both.index("**Fix.**") < both.index("**Before (breaks the rule):**") < both.index("**After:**")
+    assert '```dockerfile\n# breaks it\nCMD ["python3", "server.py"]\n```' in both  # dedented, fenced
+    assert '```dockerfile\nENTRYPOINT ["python3", "server.py"]\n```' in both
+    assert both.index("**After:**") < both.index("**Run it alone.**")
+    none = text[text.index('<a id="trap-none">') : text.index('<a id="trap-after-only">')]
+    assert "Before" not in none and "After" not in none and "```" not in none
+    after_only = text[text.index('<a id="trap-after-only">') : text.index('<a id="trap-fence">')]
+    assert "Before" not in after_only and "```python\ndef ping():\n    return '', 200\n```" in after_only
+    assert "````\necho ```not a fence```\nexec serve\n````" in text  # a longer fence than the snippet's
+    assert "## Traps" not in docs.render(FAKE_CHECKS)  # no examples, no index
+
+
+@pytest.mark.parametrize(
+    ("snippet", "lang"),
+    [
+        ("FROM python:3.11\nRUN pip install x", "dockerfile"),
+        ('# a comment\nENTRYPOINT ["serve"]', "dockerfile"),
+        ("#!/bin/sh\nexec serve", "sh"),
+        ("#!/usr/bin/env python3\nprint(1)", "python"),
+        ("import os\nos.exit(1)", "python"),
+        ("@app.get('/ping')\ndef ping(): ...", "python"),
+        ("gunicorn -w 1 app:app", ""),
+    ],
+)
+def test_docs_example_language(snippet: str, lang: str) -> None:
+    assert docs.language(snippet) == lang
+
+
+def test_registered_traps_are_listed_and_shown() -> None:
+    text = docs.render()
+    for c in all_checks():
+        if docs.has_example(c):
+            section = text[text.index(f'<a id="{c.anchor}"></a>') :]
+            assert f"- [`{c.id}`](#{c.anchor})" in text
+            assert section.index("**Before (breaks the rule):**" if c.before.strip() else "**After:**") < (
+                section.index("**Run it alone.**")
+            )
+    examples = {c.id for c in all_checks() if docs.has_example(c)}
+    assert {f"start.{r}" for r in ("no-exit", "listens", "healthy", "ping-fast", "ping-body")} <= examples
+    assert "accept.concurrent" in examples
