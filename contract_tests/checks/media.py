@@ -28,6 +28,8 @@ CHARSET_VARIANTS = ("; charset=utf-8", ";charset=UTF-8")
 UNSUPPORTED_TYPE = "application/x-smlocal-unsupported"
 #: The malformed body sent under a non-JSON Content-Type: bytes that are no valid text, CSV, image...
 GARBAGE = b"\x00\xff\xfe\xfd smlocal: not a valid payload \x00\x80\x81"
+#: Characters of an answer's body quoted in a message.
+QUOTE_CHARS = 80
 #: At most this many distinct Content-Types of the configured payloads are tried (one request each).
 MAX_TYPES = 4
 
@@ -81,7 +83,14 @@ def server_error(answer: Answer) -> bool:
 
 
 def quote(answer: Answer) -> str:
-    return f"{answer.describe()} ({answer.excerpt()!r})" if answer.body else answer.describe()
+    """The answer and the start of its body on one line (error pages are long: the rest is in the log)."""
+    text = " ".join(answer.body[: QUOTE_CHARS * 2].decode("utf-8", "replace").split())
+    if not text:
+        return answer.describe()
+    short = text[:QUOTE_CHARS] + (
+        "…" if len(text) > QUOTE_CHARS or len(answer.body) > QUOTE_CHARS * 2 else ""
+    )
+    return f"{answer.describe()} ({short!r})"
 
 
 # ------------------------------------------------------------------------ invocations.media-params
@@ -240,7 +249,7 @@ def malformed(payload: Payload) -> tuple[bytes, str]:
         try:
             json.loads(cut)
         except ValueError:
-            return cut, f"the configured payload truncated to {len(cut)} bytes"
+            return cut, f"the configured payload truncated to {len(cut)} byte{'' if len(cut) == 1 else 's'}"
         return b'{"smlocal": ', "a truncated JSON object"
     return GARBAGE, f"{len(GARBAGE)} bytes of binary garbage"
 

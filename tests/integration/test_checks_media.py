@@ -166,7 +166,7 @@ def test_malformed_json_answered_500_warns(run_one: RunOne, twin_image: TwinImag
     result = run_one("invocations.malformed-payload", twin_image("invocations.malformed-payload"))
     text = warning(result, "invocations.malformed-payload")
     assert (
-        "POST /invocations with the configured payload truncated to 1 bytes under Content-Type "
+        "POST /invocations with the configured payload truncated to 1 byte under Content-Type "
         "application/json was answered HTTP 500" in text
     )
     assert "malformed JSON" in text  # the container's answer, quoted
