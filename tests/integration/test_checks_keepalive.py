@@ -1,6 +1,6 @@
 """invocations.keepalive (contract_tests/checks/keepalive.py): warns on its twin (the echo image with
 NAGLE=1: headers and body in two sends, Nagle on), and passes without a warning on the good echo image
-(TCP_NODELAY, one send) and on real serving stacks (gunicorn + Flask, aiohttp: the keep-alive image)."""
+(TCP_NODELAY, one send) and on real serving stacks (gunicorn + Flask, aiohttp: the keep-alive image; uvicorn + FastAPI)."""
 
 from __future__ import annotations
 
@@ -43,12 +43,14 @@ def test_nagle_two_sends_twin_warns(run_one: RunOne, twin_image: TwinImage) -> N
         assert len(kept) == PAIRS and kept[PAIRS // 2] > 30  # the ~40 ms delayed ACK, every round
 
 
-@pytest.mark.parametrize("server", ["echo", "gunicorn", "aiohttp"])
+@pytest.mark.parametrize("server", ["echo", "gunicorn", "aiohttp", "uvicorn"])
 def test_good_servers_pass_without_warning(
-    run_one: RunOne, echo_image: str, keepalive_image: str, server: str
+    run_one: RunOne, echo_image: str, keepalive_image: str, fastapi_image: str, server: str
 ) -> None:
     if server == "echo":
         result = run_one(CHECK, echo_image)
+    elif server == "uvicorn":  # uvicorn + FastAPI (tests/fixtures/stacks.py)
+        result = run_one(CHECK, fastapi_image)
     else:
         result = run_one(CHECK, keepalive_image, environment={"SERVER": server})
     assert result.outcome is Outcome.PASSED, result.message

@@ -1,21 +1,19 @@
 """invocations.media-params, .unsupported-media and .malformed-payload (contract_tests/checks/media.py):
 each judged on its twin (tests/fixtures/twins/<check-id>/, env flags of the echo image), on the good echo
-image, and on a real serving stack (tests/fixtures/images/mediaapp: Flask under gunicorn, MODE=framework
-handles media types as Flask does, MODE=naive as hand-written servers often do)."""
+image, and on real serving stacks (tests/fixtures/stacks.py): Flask under gunicorn (MODE=framework
+handles media types as Flask does, MODE=naive as hand-written servers often do) and uvicorn + FastAPI
+as its documentation writes a model."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
-import docker
 import pytest
 
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.target import Payload
-from emulator.runtime.images import build_image
 
 pytestmark = pytest.mark.docker
 
@@ -23,19 +21,8 @@ RunOne = Callable[..., CheckResult]
 TwinImage = Callable[[str], str]
 
 CHECKS = ["invocations.media-params", "invocations.unsupported-media", "invocations.malformed-payload"]
-MEDIAAPP_DIR = Path(__file__).parents[1] / "fixtures" / "images" / "mediaapp"
-#: SMLOCAL_MEDIAAPP_TAG overrides it (parallel work on one engine keeps its own tag).
-MEDIAAPP_TAG = os.environ.get("SMLOCAL_MEDIAAPP_TAG", "smlocal-test/mediaapp:latest")
 CSV = Payload(b"1,2\n3,4\n", "text/csv", source="--payload rows.csv")
 NAIVE = {"MODE": "naive"}
-
-
-@pytest.fixture(scope="session")
-def mediaapp_image(docker_engine: docker.DockerClient, keepalive_image: str) -> str:
-    build_image(
-        MEDIAAPP_DIR, MEDIAAPP_TAG, buildargs={"KEEPALIVE_IMAGE": keepalive_image}, client=docker_engine
-    )
-    return MEDIAAPP_TAG
 
 
 def passed(result: CheckResult, check_id: str) -> str:
@@ -196,3 +183,23 @@ def test_malformed_payload_on_flask(run_one: RunOne, mediaapp_image: str) -> Non
     assert "truncated to 13 bytes under Content-Type application/json was answered HTTP 500" in text
     assert "bytes of binary garbage under Content-Type text/csv was answered HTTP 500" in text
     assert naive.evidence["answers"] == {"application/json": 500, "text/csv": 500}
+
+
+# ------------------------------------------------------------------- uvicorn + FastAPI, as documented
+
+
+def test_fastapi_defaults_pass_every_media_check(run_one: RunOne, fastapi_image: str) -> None:
+    """FastAPI parses a JSON body whatever its charset (and here whatever its Content-Type), answers 422
+    to bad JSON and ignores Accept: nothing to warn about."""
+    results = {check_id: run_one(check_id, fastapi_image) for check_id in CHECKS}
+    for check_id, result in results.items():
+        passed(result, check_id)
+        assert result.warnings == ()
+    assert "application/json with '; charset=utf-8'" in results["invocations.media-params"].message
+    assert (
+        "Content-Type: application/x-smlocal-unsupported: HTTP 200"
+        in results["invocations.unsupported-media"].message
+    )
+    assert "truncated to 1 byte under Content-Type application/json: HTTP 422" in (
+        results["invocations.malformed-payload"].message
+    )
