@@ -1,6 +1,8 @@
 """invocations.keepalive: a kept-alive connection is answered as fast as a new one (warning).
 
-SageMaker's front end keeps connections to the container alive. A server that writes the response
+Whatever forwards requests to the model reuses its connections (HTTP/1.1 keep-alive): nginx in front
+of a model, smlocal's invoker, and SageMaker's front end too, as far as anyone can tell (its connection
+handling is not documented). A server that writes the response
 headers and the body in two small sends with Nagle's algorithm on (Python's plain http.server, some
 hand-written servers) makes the body wait for the ACK of the header segment; on a warm connection the
 receiving side delays that ACK (Linux: 40 ms), so every request after the first stalls ~40 ms. On a new
@@ -139,10 +141,11 @@ def measure(prober: Prober, sock: socket.socket) -> Round:
 @check(
     "invocations.keepalive",
     "a kept-alive connection is answered without a delayed-ACK stall (warning)",
-    "SageMaker keeps its connections to the container alive between invocations (hosting contract "
-    "§3.3, §3.6). A server that sends the response headers and body in separate small writes with "
+    "Whatever forwards invocations to the container reuses its connections between requests (HTTP/1.1 "
+    "keep-alive: nginx, smlocal's invoker; SageMaker's own connection handling is not documented, "
+    "hosting contract §3.3). A server that sends the response headers and body in separate small writes with "
     "Nagle's algorithm on makes every request on such a connection wait for a delayed ACK, about "
-    "40 ms, added to ModelLatency. Measured: the median of requests on one kept-alive connection "
+    "40 ms, added to every invocation's latency. Measured: the median of requests on one kept-alive connection "
     f"against new connections, interleaved; a warning when it is {STALL_S * 1000:g} ms or more slower "
     f"in {ROUNDS} rounds. A warning, not a failure: SageMaker serves such an image, only slower.",
     KEEPALIVE_FIX,
@@ -192,7 +195,7 @@ def keepalive(ctx: CheckContext) -> str:
             f"requests on a kept-alive connection were {stall * 1000:.0f} ms slower than on new "
             f"connections in {ROUNDS} rounds of {PAIRS} ({'; '.join(r.describe() for r in rounds)}): "
             "the server writes the response in several small sends with Nagle on, so each answer "
-            "waits for a delayed ACK. SageMaker keeps connections alive: every invocation pays it. "
+            "waits for a delayed ACK. Proxies reuse connections: every invocation through one pays it. "
             f"Fix: {KEEPALIVE_FIX}"
         )
         return f"kept-alive connections stall: {last.describe()}"

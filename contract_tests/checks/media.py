@@ -21,8 +21,8 @@ from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, Payload
 
-#: Content-Type parameters clients add (`; charset=utf-8` by most HTTP clients and SDKs; Java's and
-#: browsers' `;charset=UTF-8`): each is sent after the configured type.
+#: Content-Type parameters clients add (`; charset=utf-8`; Java's `; charset=UTF-8`, browsers'
+#: `;charset=UTF-8`): each is sent after the configured type.
 CHARSET_VARIANTS = ("; charset=utf-8", ";charset=UTF-8")
 #: A media type no model supports, for invocations.unsupported-media.
 UNSUPPORTED_TYPE = "application/x-smlocal-unsupported"
@@ -107,8 +107,9 @@ MEDIA_PARAMS_FIX = (
     "invocations.media-params",
     "a Content-Type with parameters (charset) is accepted like the bare type",
     "SageMaker forwards the client's Content-Type to the container as given (hosting contract §3.6), "
-    "and clients add parameters: `application/json; charset=utf-8` (most HTTP clients and SDKs, "
-    "Java's ContentType.APPLICATION_JSON), `text/plain;charset=UTF-8` (browsers' fetch). A model that "
+    "and clients add parameters: `application/json; charset=UTF-8` (Java's "
+    "ContentType.APPLICATION_JSON), `text/plain;charset=UTF-8` (browsers' fetch with a string body), "
+    "a charset from HTTP libraries that encode text for the caller. A model that "
     "accepts a type (2xx) must accept it with a charset parameter too. A failure: such clients get "
     "ModelError for every request, so the endpoint does not serve them.",
     MEDIA_PARAMS_FIX,
@@ -152,8 +153,8 @@ def media_params(ctx: CheckContext) -> str:
         raise CheckFailed(
             "POST /invocations with a charset parameter added to the Content-Type was refused: "
             + "; ".join(problems)
-            + f". Clients that add it (most HTTP clients and SDKs) would get ModelError for every "
-            f"request.{container_note(container)} Fix: {MEDIA_PARAMS_FIX}",
+            + f". Clients that add it (Java's HTTP clients, browsers, libraries that encode text) would get "
+            f"ModelError for every request.{container_note(container)} Fix: {MEDIA_PARAMS_FIX}",
             log_tail=container.log_tail(),
         )
     if not passed:
