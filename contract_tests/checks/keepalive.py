@@ -143,11 +143,12 @@ def measure(prober: Prober, sock: socket.socket) -> Round:
     "a kept-alive connection is answered without a delayed-ACK stall (warning)",
     "Whatever forwards invocations to the container reuses its connections between requests (HTTP/1.1 "
     "keep-alive: nginx, smlocal's invoker; SageMaker's own connection handling is not documented, "
-    "hosting contract §3.3). A server that sends the response headers and body in separate small writes with "
-    "Nagle's algorithm on makes every request on such a connection wait for a delayed ACK, about "
-    "40 ms, added to every invocation's latency. Measured: the median of requests on one kept-alive connection "
-    f"against new connections, interleaved; a warning when it is {STALL_S * 1000:g} ms or more slower "
-    f"in {ROUNDS} rounds. A warning, not a failure: SageMaker serves such an image, only slower.",
+    "hosting contract §3.3). A server that sends the response headers and body in separate small "
+    "writes with Nagle's algorithm on makes every request on such a connection wait for a delayed ACK, "
+    "about 40 ms, added to every invocation's latency. Measured: the median of requests on one "
+    "kept-alive connection against new connections, interleaved; a warning when it is "
+    f"{STALL_S * 1000:g} ms or more slower in {ROUNDS} rounds. A warning, not a failure: SageMaker "
+    "serves such an image, only slower.",
     KEEPALIVE_FIX,
     before="class Handler(http.server.BaseHTTPRequestHandler):   # Nagle on\n"
     "    def do_POST(self):\n"
