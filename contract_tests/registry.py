@@ -69,6 +69,8 @@ CHECK_MODULES = (
     "contract_tests.checks.startup",
     "contract_tests.checks.accept",
     "contract_tests.checks.invocations",
+    "contract_tests.checks.media",
+    "contract_tests.checks.keepalive",
     "contract_tests.checks.model_dir",
     "contract_tests.checks.shutdown",
 )

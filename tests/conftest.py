@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.fixtures.sample",
     "tests.fixtures.smlocal_server",
     "tests.fixtures.twins",
+    "tests.fixtures.stacks",
 ]

@@ -47,7 +47,9 @@ def test_good_image_passes(run_one: RunOne, echo_image: str, check_id: str) -> N
 
 
 def test_every_check_of_the_groups_has_a_twin() -> None:
-    registered = [c.id for c in select(["accept", "invocations"])]
+    # media.py and keepalive.py checks (invocations.* too) are asserted in their own test files
+    own = ("contract_tests.checks.accept", "contract_tests.checks.invocations")
+    registered = [c.id for c in select(["accept", "invocations"]) if c.func.__module__ in own]
     assert registered == CHECKS
     twins = Path(__file__).parents[1] / "fixtures" / "twins"
     assert all((twins / check_id / "Dockerfile").is_file() for check_id in CHECKS)
