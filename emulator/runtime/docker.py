@@ -106,7 +106,12 @@ class DockerRuntime:
         mounts = []
         if spec.model_dir is not None:
             mounts.append(
-                Mount(target=MODEL_DIR_IN_CONTAINER, source=str(spec.model_dir), type="bind", read_only=True)
+                Mount(
+                    target=MODEL_DIR_IN_CONTAINER,
+                    source=str(spec.model_dir),
+                    type="bind",
+                    read_only=not spec.model_dir_writable,
+                )
             )
         device_requests = None
         if spec.gpus:
