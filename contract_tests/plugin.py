@@ -46,6 +46,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="model data for the image (s3://, file:// or a local model.tar.gz)",
     )
     group.addoption(
+        "--sagemaker-profile",
+        choices=("realtime", "serverless"),
+        default="realtime",
+        help="serverless: image.size fails over the image size limit (default realtime: a warning)",
+    )
+    group.addoption(
+        "--sagemaker-image-size-limit",
+        metavar="SIZE",
+        default=None,
+        help="image.size's limit, e.g. 10GB, 500MB (default 10GB, SageMaker serverless' limit)",
+    )
+    group.addoption(
         "--sagemaker-startup-timeout",
         metavar="S",
         type=float,
@@ -86,7 +98,7 @@ class ContractSession:
         self.warnings: list[tuple[str, str]] = []
 
     def check_config(self) -> CheckConfig:
-        from contract_tests.target import CheckConfig
+        from contract_tests.target import SERVERLESS_IMAGE_LIMIT_BYTES, CheckConfig, parse_size
         from emulator.config import ContractLimits
 
         environment = {}
@@ -96,9 +108,16 @@ class ContractSession:
                 raise pytest.UsageError(f"--sagemaker-env takes KEY=VALUE, got {item!r}")
             environment[key] = value
         limits = ContractLimits(startup_timeout_s=self.config.getoption("sagemaker_startup_timeout"))
+        size_limit = self.config.getoption("sagemaker_image_size_limit")
+        try:
+            limit_bytes = parse_size(size_limit) if size_limit else SERVERLESS_IMAGE_LIMIT_BYTES
+        except ValueError as exc:
+            raise pytest.UsageError(f"--sagemaker-image-size-limit: {exc}") from exc
         return CheckConfig(
             image=self.image,
             model_data=self.config.getoption("sagemaker_model_data"),
+            profile=self.config.getoption("sagemaker_profile"),
+            image_size_limit_bytes=limit_bytes,
             environment=environment,
             limits=limits,
         )
@@ -112,12 +131,15 @@ class ContractSession:
     def new_target(self) -> Target:
         """A Target for the image, its image and model data resolved; stops the session if it can't."""
         from contract_tests.target import Target
-        from emulator.errors import EngineError, ImageNotFound, SmlocalError
+        from emulator.errors import EngineError, ImageNotFound, ValidationFailed
+        from emulator.hosting.model_data import locate
+        from emulator.model.resources import ModelDataSource
 
         target = Target(self.check_config())
         try:
+            if target.config.model_data is not None:  # no model data URL at all: a usage error; data
+                locate(ModelDataSource(uri=target.config.model_data))  # that fails: model-data.extracts
             target.image  # noqa: B018 - resolve the image now: a missing one stops the run
-            target.model_dir  # noqa: B018
         except ImageNotFound:
             pytest.exit(
                 f"smlocal: image {self.image} not found locally; build or pull it first",
@@ -125,7 +147,7 @@ class ContractSession:
             )
         except EngineError as exc:
             pytest.exit(f"smlocal: {exc.message}", returncode=pytest.ExitCode.USAGE_ERROR)
-        except SmlocalError as exc:
+        except ValidationFailed as exc:
             pytest.exit(f"smlocal: --sagemaker-model-data: {exc.message}", pytest.ExitCode.USAGE_ERROR)
         return target
 
