@@ -91,6 +91,8 @@ def _size(n: int) -> str:
     fix='Write the ENTRYPOINT in exec form, e.g. ENTRYPOINT ["python3", "-u", "/opt/program/server.py"], '
     "or drop it and install an executable named `serve` on the PATH; a wrapper script must `exec` the "
     "server.",
+    before="ENTRYPOINT python3 -u /opt/program/server.py",
+    after='ENTRYPOINT ["python3", "-u", "/opt/program/server.py"]',
 )
 def exec_form(ctx: CheckContext) -> str:
     """Statically: the configured ENTRYPOINT is not `sh -c ...` (Docker's shell form), or with none,
@@ -161,6 +163,8 @@ def exec_form(ctx: CheckContext) -> str:
     fix='Drop tini from the ENTRYPOINT and make the server itself PID 1 (ENTRYPOINT ["python3", '
     '"server.py"]), handling SIGTERM in the server; if child processes need reaping, do it in the server '
     "or a wrapper script.",
+    before='ENTRYPOINT ["/usr/bin/tini", "--", "python3", "/opt/program/server.py"]',
+    after='ENTRYPOINT ["python3", "/opt/program/server.py"]   # the server handles SIGTERM itself',
 )
 def no_tini(ctx: CheckContext) -> str:
     """The ENTRYPOINT's program (or, for `sh -c "..."`, the script's first word) is not tini, tini-static
@@ -193,6 +197,8 @@ def no_tini(ctx: CheckContext) -> str:
     "(hosting contract §3.1, Launch).",
     fix="Remove the USER instruction (or set USER root) in the final stage: SageMaker expects containers to "
     "run as root, and non-root users can cause permission issues.",
+    before="RUN useradd -m app\nUSER app",
+    after="# no USER: the container runs as root, as SageMaker expects",
 )
 def root(ctx: CheckContext) -> str:
     """The image's User is empty, `root` or `0` (with any group, e.g. `0:0`, `root:root`).
@@ -218,6 +224,8 @@ def root(ctx: CheckContext) -> str:
     "is mounted into the container (hosting contract §3.1, GPU).",
     fix="Do not install the NVIDIA driver (libcuda.so, libnvidia-*.so, nvidia-smi) in the image: base it on "
     "a CUDA runtime image (nvidia/cuda:*-runtime) and let the host's driver be mounted at run time.",
+    before="FROM ubuntu:22.04\nRUN apt-get install -y nvidia-driver-535",
+    after="FROM nvidia/cuda:12.2.2-runtime-ubuntu22.04   # the host's driver is mounted at run time",
 )
 def no_nvidia_driver(ctx: CheckContext) -> str:
     """No file of the image's file system is a driver user-space library or nvidia-smi. CUDA toolkit
