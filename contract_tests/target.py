@@ -33,6 +33,8 @@ from emulator.runtime.docker import DockerRuntime
 
 #: ContainerState.status of a container the engine does not know (any more).
 REMOVED_STATUS = "removed"
+#: ... and of one it is removing (or failed to remove): never this run's doing before close().
+GONE_STATUSES = frozenset({REMOVED_STATUS, "removing", "dead"})
 #: SageMaker serverless inference's image size limit: image.size's default limit (FAILED above it under
 #: the serverless profile, a warning otherwise).
 SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
@@ -341,7 +343,7 @@ class Target:
         removed them: someone else did (`docker rm`, `smlocal down --all`, another run's cleanup)."""
         gone = []
         for container in self._containers:
-            if self.runtime.state(container.handle.id).status == REMOVED_STATUS:
+            if self.runtime.state(container.handle.id).status in GONE_STATUSES:
                 gone.append(container.handle.name)
         return gone
 

@@ -21,7 +21,7 @@ import httpx
 
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import REMOVED_STATUS, CheckContext
+from contract_tests.target import GONE_STATUSES, CheckContext
 
 MODEL_DIR = "/opt/ml/model"
 #: strerror(EROFS), as every libc and language runtime prints it.
@@ -198,7 +198,7 @@ def write_probe(ctx: CheckContext, deadline_s: float) -> Probe | None:
                     invocation = f"HTTP {response.status_code}"
                 except httpx.HTTPError as exc:
                     invocation = f"{type(exc).__name__}: {exc}"
-            removed_by_others = container.state().status == REMOVED_STATUS
+            removed_by_others = container.state().status in GONE_STATUSES
         finally:
             if not removed_by_others:  # a removed one stays listed: the runner reports the cause
                 ctx.target.discard(container)

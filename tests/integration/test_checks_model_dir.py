@@ -11,6 +11,8 @@ weights baked under /opt/ml/model) and passes the echo image without a warning.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,8 +20,13 @@ import docker
 import pytest
 
 from contract_tests.checks.model_dir import changes, erofs_lines, shadowed, snapshot
-from contract_tests.result import CheckResult, Outcome
+from contract_tests.registry import select
+from contract_tests.result import CAUSE_CONTAINER_REMOVED, CheckResult, Outcome
+from contract_tests.runner import removed_message, run_checks
+from contract_tests.target import CheckConfig, Target
+from emulator.runtime import labels
 from emulator.runtime.images import build_image
+from tests.fixtures.twins import FAST_LIMITS
 
 pytestmark = pytest.mark.docker
 
@@ -192,3 +199,40 @@ class TestImageFiles:
         assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
         assert result.message == "nothing under /opt/ml/model in the image"
         assert result.warnings == () and result.evidence["shadowed"] == []
+
+
+def test_the_write_probe_container_removed_by_someone_else_is_one_error(
+    echo_image: str, tmp_path: Path, docker_engine: docker.DockerClient
+) -> None:
+    """The probe's own container, removed mid-probe (docker rm -f), is the run's one ERROR naming it."""
+    config = CheckConfig(
+        image=echo_image,
+        environment={"STARTUP_DELAY_S": "1.5"},  # the probe container waits 1.5 s for its /ping 200
+        limits=FAST_LIMITS,
+        cache_dir=tmp_path / "check",
+    )
+    target = Target(config)
+    target.startup()  # the shared container, healthy: the probe is the next container started
+    removed: list[str] = []
+
+    def remove_the_probe() -> None:
+        owner = f"{labels.OWNER}=check-{os.getpid()}"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not removed:
+            for container in docker_engine.containers.list(all=True, filters={"label": owner}):
+                mounts = container.attrs.get("Mounts") or []
+                if any(m.get("Destination") == "/opt/ml/model" and m.get("RW") for m in mounts):
+                    container.remove(force=True)
+                    removed.append(container.name)
+            time.sleep(0.05)
+
+    remover = threading.Thread(target=remove_the_probe)
+    remover.start()
+    try:
+        (result,) = run_checks(select([CHECK]), target)
+    finally:
+        remover.join()
+    assert removed, "the probe container was there to remove"
+    assert result.outcome is Outcome.ERROR, f"{result.outcome}: {result.message}"
+    assert result.message == removed_message(removed)
+    assert result.evidence["cause"] == CAUSE_CONTAINER_REMOVED
