@@ -5,6 +5,7 @@ PASSES on the good echo image. image.size has no twin image: a lowered limit mak
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.docker
 
 RunOne = Callable[..., CheckResult]
 TwinImage = Callable[[str], str]
+ROOT = Path(__file__).parents[2]
 
 
 def _failed(result: CheckResult, check_id: str) -> str:
@@ -181,3 +183,20 @@ def test_parse_size() -> None:
     for bad in ("", "GB", "ten", "-1GB", "10XB", "1e3", "10bb", "0"):
         with pytest.raises(ValueError):
             parse_size(bad)
+
+
+def test_the_pytest_plugin_takes_the_profile_and_limit(echo_image: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(ROOT)}
+    base = [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider", "-v"]
+    base += ["--sagemaker-image", echo_image, "-k", "image.size"]
+    run = subprocess.run(
+        [*base, "--sagemaker-profile", "serverless", "--sagemaker-image-size-limit", "1MB"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "smlocal-contract::image.size FAILED" in run.stdout
+    assert "of 1.00 MB (1048576 bytes), and this run checks a serverless deployment" in run.stdout

@@ -190,3 +190,23 @@ def test_the_cli_refuses_what_cannot_be_a_model_data_url_at_all(echo_image: str)
     )
     done = _cli(echo_image, "--model-data", "s3://bucket-only/", "--check", CHECK)
     assert done.returncode == 2 and "does not name an S3 object" in done.stderr
+
+
+def test_the_pytest_plugin_fails_the_check_not_the_session(echo_image: str, tmp_path: Path) -> None:
+    archive = tmp_path / "model.tar.gz"
+    archive.write_bytes(b"not gzip")
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(Path(__file__).parents[2])}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider", "-v"]
+        + ["--sagemaker-image", echo_image, "--sagemaker-model-data", str(archive)]
+        + ["-k", "model-data or start.healthy"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "smlocal-contract::model-data.extracts FAILED" in run.stdout
+    assert "smlocal-contract::start.healthy SKIPPED" in run.stdout
+    assert extract_failed_message(str(archive)) in run.stdout
