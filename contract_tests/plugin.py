@@ -1,7 +1,8 @@
 """The contract checks as pytest items (the `smlocal` pytest11 entry point).
 
     pytest --sagemaker-image my-model:latest [--sagemaker-model-data URL] [--sagemaker-env K=V ...]
-           [--sagemaker-startup-timeout S] [-k start.healthy]
+           [--sagemaker-startup-timeout S] [--sagemaker-profile serverless]
+           [--sagemaker-image-size-limit SIZE] [-k start.healthy]
 
 adds one item per registered check, `smlocal-contract::<check id>` (select with `-k`: `-k
 smlocal-contract` for all of them, `-k shutdown` for a group), next to whatever else pytest collects.

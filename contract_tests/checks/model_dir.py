@@ -88,7 +88,7 @@ def image_files(ctx: CheckContext) -> str:
     ctx.evidence["count"] = len(hidden)
     ctx.warn(
         f"the image ships {len(hidden)} path(s) under {MODEL_DIR}, hidden at run time by the model mount: "
-        f"{listed}. Fix: {IMAGE_FILES_FIX}",
+        f"{listed}; ship code under /opt/program and model files in model.tar.gz",
         headline=True,
     )
     return f"{len(hidden)} path(s) under {MODEL_DIR} in the image are hidden by the model mount (a warning)"
