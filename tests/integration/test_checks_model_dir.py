@@ -19,6 +19,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from contract_tests.checks import model_dir
 from contract_tests.checks.model_dir import changes, erofs_lines, shadowed, snapshot
 from contract_tests.registry import select
 from contract_tests.result import CAUSE_CONTAINER_REMOVED, CheckResult, Outcome
@@ -235,3 +236,19 @@ def test_the_write_probe_container_removed_by_someone_else_is_one_error(
     assert result.outcome is Outcome.ERROR, f"{result.outcome}: {result.message}"
     assert result.message == removed_message(removed)
     assert result.evidence["cause"] == CAUSE_CONTAINER_REMOVED
+
+
+def test_a_model_dir_over_the_copy_limit_is_read_from_the_logs_only(
+    run_one: RunOne, echo_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "weights.bin").write_bytes(b"w" * 100)
+    monkeypatch.setattr(model_dir, "PROBE_COPY_LIMIT_BYTES", 99)
+    result = run_one(CHECK, echo_image, model_data=str(model))  # a local folder: mounted as it is
+    assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
+    assert result.message.endswith("no write failure there in its logs (write probe not run)")
+    assert result.warnings == (
+        "write probe not run: the model dir holds 100 bytes, over the 99-byte copy limit; only the logs "
+        "were read for failed writes to /opt/ml/model",
+    )
