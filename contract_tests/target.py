@@ -38,8 +38,6 @@ GONE_STATUSES = frozenset({REMOVED_STATUS, "removing", "dead"})
 #: SageMaker serverless inference's image size limit: image.size's default limit (FAILED above it under
 #: the serverless profile, a warning otherwise).
 SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
-#: What the image is meant to be deployed as (`--profile`): which of SageMaker's limits refuse it.
-PROFILES = ("realtime", "serverless")
 _SIZE = re.compile(r"^(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
