@@ -31,6 +31,9 @@ PROBE_COPY_LIMIT_BYTES = 2 * 1024**3
 #: How long the probe waits for a container that crashed on the read-only mount to become healthy
 #: with a writable one (at most the startup limit).
 CRASHED_PROBE_DEADLINE_S = 60.0
+#: How long the probe waits for its one invocation (at most the invocation limit): a model slower than
+#: this costs no more than this here; writes made until then are still seen.
+PROBE_INVOKE_TIMEOUT_S = 15.0
 _SHOWN = 10
 READ_ONLY_FIX = (
     f"Do not write to {MODEL_DIR}: SageMaker mounts it read-only. Write caches, compiled models and "
@@ -192,10 +195,13 @@ def write_probe(ctx: CheckContext, deadline_s: float) -> Probe | None:
                 headers = {"Content-Type": payload.content_type}
                 if payload.accept:
                     headers["Accept"] = payload.accept
+                wait = min(ctx.config.limits.invocation_timeout_s, PROBE_INVOKE_TIMEOUT_S)
                 try:
-                    with container.client() as client:
+                    with container.client(wait) as client:
                         response = client.post("/invocations", content=payload.body, headers=headers)
                     invocation = f"HTTP {response.status_code}"
+                except httpx.TimeoutException:
+                    invocation = f"no answer within {wait:g} s"
                 except httpx.HTTPError as exc:
                     invocation = f"{type(exc).__name__}: {exc}"
             removed_by_others = container.state().status in GONE_STATUSES

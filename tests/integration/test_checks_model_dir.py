@@ -252,3 +252,17 @@ def test_a_model_dir_over_the_copy_limit_is_read_from_the_logs_only(
         "write probe not run: the model dir holds 100 bytes, over the 99-byte copy limit; only the logs "
         "were read for failed writes to /opt/ml/model",
     )
+
+
+def test_a_slow_invocation_costs_at_most_the_probe_wait_and_its_write_is_seen(
+    run_one: RunOne, twin_image: TwinImage
+) -> None:
+    # the lazy twin writes, then answers after 30 s: the probe waits FAST_LIMITS' 2 s, not 30
+    result = run_one(CHECK, twin_image("model-dir.read-only.lazy"), environment={"INVOKE_SLEEP_S": "30"})
+    assert result.outcome is Outcome.FAILED, f"{result.outcome}: {result.message}"
+    assert (
+        "created /opt/ml/model/compiled-cache.bin (file) (during startup and one invocation, no answer "
+        in (result.message)
+    )
+    assert "within 2 s)" in result.message
+    assert result.duration_s < 15
