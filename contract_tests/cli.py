@@ -1,9 +1,11 @@
 """`smlocal check IMAGE`: run the hosting-contract checks against a local image and report.
 
 Exit status: 0 when no check failed or errored (skipped checks are fine), 1 when one did, 2 on a usage
-error (unknown check id, image not found locally, unreadable --payload, bad --env or --model-data),
-3 when no Docker engine answers. emulator/cli.py adds the `check` subcommand with add_arguments() and
-run(); `python3 -m contract_tests.cli IMAGE ...` is the same command on its own.
+error (unknown check id, image not found locally, unreadable --payload, bad --env, a --model-data that
+is no model data URL at all), 3 when no Docker engine answers. Model data that cannot be fetched or
+extracted is no usage error: the model-data.extracts check FAILS with SageMaker's text.
+emulator/cli.py adds the `check` subcommand with add_arguments() and run(); `python3 -m
+contract_tests.cli IMAGE ...` is the same command on its own.
 
 This module imports only argparse at import time: `smlocal --help` must not load Docker or the checks.
 """
@@ -41,6 +43,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("image", help="a local image (tag, id, or an ECR URI whose repository:tag is local)")
     parser.add_argument("--model-data", metavar="URL", help="s3://, file:// or a local path to model.tar.gz")
+    parser.add_argument(
+        "--profile",
+        choices=("realtime", "serverless"),
+        default="realtime",
+        help="how the image will be deployed: serverless makes image.size fail over the image size limit "
+        "(SageMaker serverless refuses such images); realtime (default) only warns",
+    )
+    parser.add_argument(
+        "--image-size-limit",
+        metavar="SIZE",
+        help="image.size's limit, e.g. 10GB, 500MB (K/M/G = powers of 1024; default 10GB, SageMaker "
+        "serverless' limit)",
+    )
     limits = parser.add_argument_group("limits (SageMaker's by default)")
     limits.add_argument(
         "--startup-timeout",
@@ -106,6 +121,33 @@ def _writable(path: str | None, option: str) -> None:
         raise UsageError(f"{option} {path}: folder {Path(path).resolve().parent} does not exist")
 
 
+def _model_data_url(url: str | None) -> str | None:
+    """`url` when it can be a model data URL (s3://bucket/key, file://, a path); UsageError when it
+    cannot be one at all. Whether anything is there, and whether it extracts, model-data.extracts says."""
+    if url is None:
+        return None
+    from emulator.errors import ValidationFailed
+    from emulator.hosting.model_data import locate
+    from emulator.model.resources import ModelDataSource
+
+    try:
+        locate(ModelDataSource(uri=url))
+    except ValidationFailed as exc:
+        raise UsageError(f"--model-data {url}: {exc.message}") from exc
+    return url
+
+
+def _size_limit(text: str | None) -> int:
+    from contract_tests.target import SERVERLESS_IMAGE_LIMIT_BYTES, parse_size
+
+    if text is None:
+        return SERVERLESS_IMAGE_LIMIT_BYTES
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise UsageError(f"--image-size-limit: {exc}") from exc
+
+
 def check_config(args: argparse.Namespace) -> CheckConfig:
     """The CheckConfig the arguments describe; UsageError when they can't."""
     from contract_tests.target import CheckConfig
@@ -133,7 +175,9 @@ def check_config(args: argparse.Namespace) -> CheckConfig:
     _writable(args.junit, "--junit")
     return CheckConfig(
         image=args.image,
-        model_data=args.model_data,
+        model_data=_model_data_url(args.model_data),
+        profile=args.profile,
+        image_size_limit_bytes=_size_limit(args.image_size_limit),
         environment=_environment(args.env),
         payload=payload,
         content_type=args.content_type,
@@ -159,7 +203,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
 
     from contract_tests import report
     from contract_tests.target import Target
-    from emulator.errors import EngineError, ImageNotFound, SmlocalError
+    from emulator.errors import EngineError, ImageNotFound
 
     # httpx logs every request at INFO (smlocal's default level): the checks send hundreds.
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -187,11 +231,6 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
                 highlight=False,
             )
             return report.EXIT_USAGE
-        try:
-            model_dir = target.model_dir
-        except SmlocalError as exc:
-            err.print(f"smlocal check: --model-data {args.model_data}: {exc.message}", markup=False)
-            return report.EXIT_USAGE
     except EngineError as exc:  # no engine answers, or it fails: nothing can be checked
         err.print(f"smlocal check: {exc.message}", markup=False, highlight=False)
         return report.EXIT_NO_ENGINE
@@ -205,7 +244,8 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         f"the SageMaker hosting contract: {len(checks)} check(s); "
         f"startup deadline {limits.startup_timeout_s:g} s, ping {limits.ping_timeout_s:g} s, "
         f"invocations {limits.invocation_timeout_s:g} s, stop grace {limits.stop_grace_s:g} s; "
-        f"model dir {model_dir}",
+        f"model data {escape(config.model_data) if config.model_data else 'none (empty /opt/ml/model)'}"
+        f"{'; profile serverless' if config.profile == 'serverless' else ''}",
         highlight=False,
     )
     try:

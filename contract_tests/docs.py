@@ -26,6 +26,7 @@ GROUPS = {
     "accept": "Accepting connections",
     "invocations": "Invocations",
     "model-dir": "The model directory",
+    "model-data": "Model data",
     "shutdown": "Shutdown",
 }
 

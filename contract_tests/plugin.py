@@ -1,7 +1,8 @@
 """The contract checks as pytest items (the `smlocal` pytest11 entry point).
 
     pytest --sagemaker-image my-model:latest [--sagemaker-model-data URL] [--sagemaker-env K=V ...]
-           [--sagemaker-startup-timeout S] [-k start.healthy]
+           [--sagemaker-startup-timeout S] [--sagemaker-profile serverless]
+           [--sagemaker-image-size-limit SIZE] [-k start.healthy]
 
 adds one item per registered check, `smlocal-contract::<check id>` (select with `-k`: `-k
 smlocal-contract` for all of them, `-k shutdown` for a group), next to whatever else pytest collects.
@@ -46,6 +47,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="model data for the image (s3://, file:// or a local model.tar.gz)",
     )
     group.addoption(
+        "--sagemaker-profile",
+        choices=("realtime", "serverless"),
+        default="realtime",
+        help="serverless: image.size fails over the image size limit (default realtime: a warning)",
+    )
+    group.addoption(
+        "--sagemaker-image-size-limit",
+        metavar="SIZE",
+        default=None,
+        help="image.size's limit, e.g. 10GB, 500MB (default 10GB, SageMaker serverless' limit)",
+    )
+    group.addoption(
         "--sagemaker-startup-timeout",
         metavar="S",
         type=float,
@@ -87,7 +100,7 @@ class ContractSession:
         self._items: list[ContractItem] = []
 
     def check_config(self) -> CheckConfig:
-        from contract_tests.target import CheckConfig
+        from contract_tests.target import SERVERLESS_IMAGE_LIMIT_BYTES, CheckConfig, parse_size
         from emulator.config import ContractLimits
 
         environment = {}
@@ -97,9 +110,16 @@ class ContractSession:
                 raise pytest.UsageError(f"--sagemaker-env takes KEY=VALUE, got {item!r}")
             environment[key] = value
         limits = ContractLimits(startup_timeout_s=self.config.getoption("sagemaker_startup_timeout"))
+        size_limit = self.config.getoption("sagemaker_image_size_limit")
+        try:
+            limit_bytes = parse_size(size_limit) if size_limit else SERVERLESS_IMAGE_LIMIT_BYTES
+        except ValueError as exc:
+            raise pytest.UsageError(f"--sagemaker-image-size-limit: {exc}") from exc
         return CheckConfig(
             image=self.image,
             model_data=self.config.getoption("sagemaker_model_data"),
+            profile=self.config.getoption("sagemaker_profile"),
+            image_size_limit_bytes=limit_bytes,
             environment=environment,
             limits=limits,
         )
@@ -113,12 +133,15 @@ class ContractSession:
     def new_target(self) -> Target:
         """A Target for the image, its image and model data resolved; stops the session if it can't."""
         from contract_tests.target import Target
-        from emulator.errors import EngineError, ImageNotFound, SmlocalError
+        from emulator.errors import EngineError, ImageNotFound, ValidationFailed
+        from emulator.hosting.model_data import locate
+        from emulator.model.resources import ModelDataSource
 
         target = Target(self.check_config())
         try:
+            if target.config.model_data is not None:  # no model data URL at all: a usage error; data
+                locate(ModelDataSource(uri=target.config.model_data))  # that fails: model-data.extracts
             target.image  # noqa: B018 - resolve the image now: a missing one stops the run
-            target.model_dir  # noqa: B018
         except ImageNotFound:
             pytest.exit(
                 f"smlocal: image {self.image} not found locally; build or pull it first",
@@ -126,7 +149,7 @@ class ContractSession:
             )
         except EngineError as exc:
             pytest.exit(f"smlocal: {exc.message}", returncode=pytest.ExitCode.USAGE_ERROR)
-        except SmlocalError as exc:
+        except ValidationFailed as exc:
             pytest.exit(f"smlocal: --sagemaker-model-data: {exc.message}", pytest.ExitCode.USAGE_ERROR)
         return target
 

@@ -65,6 +65,7 @@ def check(
 
 #: Check modules in the order their checks run: cheap inspection first, destructive last.
 CHECK_MODULES = (
+    "contract_tests.checks.model_data",
     "contract_tests.checks.image",
     "contract_tests.checks.startup",
     "contract_tests.checks.accept",

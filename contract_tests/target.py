@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import secrets
 import tempfile
 import time
@@ -16,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from contract_tests.result import CheckSkipped
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
 from emulator.model.resources import ModelDataSource
@@ -31,8 +33,25 @@ from emulator.runtime.docker import DockerRuntime
 
 #: ContainerState.status of a container the engine does not know (any more).
 REMOVED_STATUS = "removed"
-#: SageMaker serverless inference's image size limit: reported as a warning above it.
+#: ... and of one it is removing (or failed to remove): never this run's doing before close().
+GONE_STATUSES = frozenset({REMOVED_STATUS, "removing", "dead"})
+#: SageMaker serverless inference's image size limit: image.size's default limit (FAILED above it under
+#: the serverless profile, a warning otherwise).
 SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
+_SIZE = re.compile(r"^(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(text: str) -> int:
+    """`10GB`, `500MB`, `1.5GiB`, `2048` (bytes) as bytes. K/M/G/T (alone, with B or with iB) are powers
+    of 1024, as the reports print sizes. ValueError for anything else."""
+    match = _SIZE.match(text.strip())
+    if match is None:
+        raise ValueError(f"not a size: {text!r} (e.g. 10GB, 500MB, 2048)")
+    size = int(float(match.group(1)) * _SIZE_UNITS[(match.group(2) or "").lower()])
+    if size <= 0:
+        raise ValueError(f"a size must be positive: {text!r}")
+    return size
 
 
 @dataclass(frozen=True)
@@ -63,7 +82,10 @@ class CheckConfig:
     limits: ContractLimits = field(default_factory=ContractLimits)
     cache_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "smlocal-check")
     poll_interval_s: float = 0.05
-    serverless_image_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
+    #: image.size's limit (`--image-size-limit`): above it FAILED under the serverless profile, else warned.
+    image_size_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
+    #: `--profile`: "realtime" (default) or "serverless" (then the image size limit is a failure).
+    profile: str = "realtime"
 
     @property
     def payloads(self) -> tuple[Payload, ...]:
@@ -100,6 +122,22 @@ class Startup:
     all_logs: str = ""
     #: why Docker could not start the container at all (then nothing else here was observed)
     start_error: str | None = None
+
+
+#: The check that reports model data that cannot be used (the checks needing a container point to it).
+MODEL_DATA_CHECK = "model-data.extracts"
+
+
+@dataclass(frozen=True)
+class ModelDataProblem:
+    """Why the model data cannot be used, in SageMaker's words (the emulator's texts)."""
+
+    #: "CreateModel" (SageMaker refuses the model) or "endpoint" (the endpoint fails with a FailureReason)
+    stage: str
+    #: the ValidationException message or the FailureReason
+    message: str
+    #: exactly what failed (the object or archive member, and why)
+    detail: str
 
 
 class RunningContainer:
@@ -207,21 +245,45 @@ class Target:
         return list(self.runtime.image_paths(self.config.image))
 
     @functools.cached_property
-    def model_dir(self) -> Path:
-        """The model data extracted as the emulator would, or an empty folder when there is none."""
-        if self.config.model_data:
-            from emulator.hosting.artifacts import ArtifactStore
+    def model_data(self) -> Path | ModelDataProblem:
+        """The model data fetched and extracted as the emulator does (CreateModel's existence check,
+        then the endpoint's download and extraction), an empty folder when there is none, or why it
+        cannot be used. Evaluated once (the model-data check reports it)."""
+        if not self.config.model_data:
+            empty = self.config.cache_dir / "empty-model"
+            empty.mkdir(parents=True, exist_ok=True)
+            return empty
+        from emulator.errors import ValidationFailed
+        from emulator.hosting.artifacts import ArtifactStore, ModelDataFailure
 
-            store = ArtifactStore(self.config.cache_dir / "artifacts", _s3_client)
-            return store.materialize(ModelDataSource(uri=self.config.model_data))
-        empty = self.config.cache_dir / "empty-model"
-        empty.mkdir(parents=True, exist_ok=True)
-        return empty
+        source = ModelDataSource(uri=self.config.model_data)
+        store = ArtifactStore(self.config.cache_dir / "artifacts", _s3_client)
+        try:
+            store.check_exists(source)
+        except ValidationFailed as exc:  # ModelDataNotFound among them
+            return ModelDataProblem("CreateModel", exc.message, exc.message)
+        try:
+            return store.materialize(source)
+        except ModelDataFailure as exc:
+            return ModelDataProblem("endpoint", exc.message, exc.detail)
+
+    @property
+    def model_dir(self) -> Path:
+        """The host folder mounted at /opt/ml/model; CheckSkipped when the model data cannot be used."""
+        got = self.model_data
+        if isinstance(got, ModelDataProblem):
+            raise CheckSkipped(f"the model data cannot be used ({got.message}); see {MODEL_DATA_CHECK}")
+        return got
 
     def start(
-        self, environment: Mapping[str, str] | None = None, model_dir: Path | None = None
+        self,
+        environment: Mapping[str, str] | None = None,
+        model_dir: Path | None = None,
+        *,
+        model_dir_writable: bool = False,
     ) -> RunningContainer:
-        """A new container of the image, as SageMaker starts one; removed by close()."""
+        """A new container of the image, as SageMaker starts one; removed by close(). Only the
+        model-dir.read-only probe mounts a model dir (its own copy) writable."""
         n = len(self._containers)
         spec = ContainerSpec(
             image=self.image.id,
@@ -229,6 +291,7 @@ class Target:
             labels={labels.MANAGED: "true", labels.ROLE: "check", labels.OWNER: f"check-{os.getpid()}"},
             environment={**self.config.environment, **(environment or {})},
             model_dir=model_dir or self.model_dir,
+            model_dir_writable=model_dir_writable,
             container_port=self.config.container_port,
         )
         container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
@@ -261,8 +324,6 @@ class Target:
 
     def healthy(self) -> RunningContainer:
         """The shared container, healthy; CheckSkipped when it never became healthy."""
-        from contract_tests.result import CheckSkipped
-
         startup = self.startup()
         if not startup.healthy or self._shared is None:
             raise CheckSkipped(
@@ -270,12 +331,17 @@ class Target:
             )
         return self._shared
 
+    def discard(self, container: RunningContainer) -> None:
+        """Remove one container of this run now (it is no longer counted as this run's)."""
+        self._containers.remove(container)
+        self.runtime.remove(container.handle.id)
+
     def removed_containers(self) -> list[str]:
         """Names of this run's containers that the engine no longer has although close() has not
         removed them: someone else did (`docker rm`, `smlocal down --all`, another run's cleanup)."""
         gone = []
         for container in self._containers:
-            if self.runtime.state(container.handle.id).status == REMOVED_STATUS:
+            if self.runtime.state(container.handle.id).status in GONE_STATUSES:
                 gone.append(container.handle.name)
         return gone
 

@@ -12,7 +12,7 @@ import shlex
 
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import CheckContext
+from contract_tests.target import SERVERLESS_IMAGE_LIMIT_BYTES, CheckContext
 
 #: Docker's PATH when the image sets none.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -91,6 +91,8 @@ def _size(n: int) -> str:
     fix='Write the ENTRYPOINT in exec form, e.g. ENTRYPOINT ["python3", "-u", "/opt/program/server.py"], '
     "or drop it and install an executable named `serve` on the PATH; a wrapper script must `exec` the "
     "server.",
+    before="ENTRYPOINT python3 -u /opt/program/server.py",
+    after='ENTRYPOINT ["python3", "-u", "/opt/program/server.py"]',
 )
 def exec_form(ctx: CheckContext) -> str:
     """Statically: the configured ENTRYPOINT is not `sh -c ...` (Docker's shell form), or with none,
@@ -161,6 +163,8 @@ def exec_form(ctx: CheckContext) -> str:
     fix='Drop tini from the ENTRYPOINT and make the server itself PID 1 (ENTRYPOINT ["python3", '
     '"server.py"]), handling SIGTERM in the server; if child processes need reaping, do it in the server '
     "or a wrapper script.",
+    before='ENTRYPOINT ["/usr/bin/tini", "--", "python3", "/opt/program/server.py"]',
+    after='ENTRYPOINT ["python3", "/opt/program/server.py"]   # the server handles SIGTERM itself',
 )
 def no_tini(ctx: CheckContext) -> str:
     """The ENTRYPOINT's program (or, for `sh -c "..."`, the script's first word) is not tini, tini-static
@@ -193,6 +197,8 @@ def no_tini(ctx: CheckContext) -> str:
     "(hosting contract §3.1, Launch).",
     fix="Remove the USER instruction (or set USER root) in the final stage: SageMaker expects containers to "
     "run as root, and non-root users can cause permission issues.",
+    before="RUN useradd -m app\nUSER app",
+    after="# no USER: the container runs as root, as SageMaker expects",
 )
 def root(ctx: CheckContext) -> str:
     """The image's User is empty, `root` or `0` (with any group, e.g. `0:0`, `root:root`).
@@ -218,6 +224,8 @@ def root(ctx: CheckContext) -> str:
     "is mounted into the container (hosting contract §3.1, GPU).",
     fix="Do not install the NVIDIA driver (libcuda.so, libnvidia-*.so, nvidia-smi) in the image: base it on "
     "a CUDA runtime image (nvidia/cuda:*-runtime) and let the host's driver be mounted at run time.",
+    before="FROM ubuntu:22.04\nRUN apt-get install -y nvidia-driver-535",
+    after="FROM nvidia/cuda:12.2.2-runtime-ubuntu22.04   # the host's driver is mounted at run time",
 )
 def no_nvidia_driver(ctx: CheckContext) -> str:
     """No file of the image's file system is a driver user-space library or nvidia-smi. CUDA toolkit
@@ -245,24 +253,46 @@ def no_nvidia_driver(ctx: CheckContext) -> str:
 
 @check(
     "image.size",
-    "image size (warning above the serverless limit)",
-    "SageMaker serverless inference accepts container images of at most 10 GB; real-time endpoints have no "
-    "such limit, so a larger image is a warning, not a failure (hosting contract §7, Serverless inference).",
-    fix="To stay deployable on serverless endpoints keep the image under 10 GB: multi-stage builds, a "
-    "slimmer base, and model weights in ModelDataUrl rather than in the image.",
+    "image size within the limit (fails under the serverless profile)",
+    "SageMaker serverless inference accepts container images of at most 10 GB and refuses larger ones; "
+    "real-time endpoints have no such limit (hosting contract §7, Serverless inference). So the check "
+    "FAILS over the limit under `--profile serverless`, where SageMaker refuses the image, and only warns "
+    "under the default realtime profile, where it would deploy. `--image-size-limit` moves the limit "
+    "(default 10 GB; K/M/G are powers of 1024).",
+    fix="Keep the image under the limit: a multi-stage build that leaves compilers and caches behind, a "
+    "slimmer base image (a -runtime CUDA image, not -devel), pip install --no-cache-dir, and the model "
+    "weights in ModelDataUrl (model.tar.gz) rather than in the image.",
+    before="FROM nvidia/cuda:12.1.0-cudnn8-devel-ubuntu22.04\nCOPY weights/ /opt/program/weights/",
+    after="FROM nvidia/cuda:12.1.0-cudnn8-runtime-ubuntu22.04\n# weights in model.tar.gz (ModelDataUrl)",
 )
 def size(ctx: CheckContext) -> str:
-    """Reports the image's (uncompressed, as the engine reports it) size and always passes; above
-    `ctx.config.serverless_image_limit_bytes` it adds a warning. Its failing twin is not an image but a
-    test that lowers that limit in CheckConfig and asserts the warning."""
+    """The image's (uncompressed, as the engine reports it) size against `image_size_limit_bytes`:
+    FAILED above it under the serverless profile, a warning above it otherwise. Its failing twin is not
+    an image but a lowered limit (CheckConfig or --image-size-limit) on the echo image."""
     size_bytes = ctx.target.image.size_bytes
-    limit = ctx.config.serverless_image_limit_bytes
-    ctx.evidence.update(size_bytes=size_bytes, serverless_limit_bytes=limit)
+    limit = ctx.config.image_size_limit_bytes
+    profile = ctx.config.profile
+    ctx.evidence.update(size_bytes=size_bytes, limit_bytes=limit, profile=profile)
     message = f"image size {_size(size_bytes)} ({size_bytes} bytes)"
-    if size_bytes > limit:
-        ctx.warn(
-            f"{message} is over SageMaker serverless inference's limit of {_size(limit)} ({limit} bytes): "
-            f"the image deploys on real-time endpoints but not on serverless ones"
+    serverless = _size(SERVERLESS_IMAGE_LIMIT_BYTES)
+    whose = (
+        "SageMaker serverless inference's limit"
+        if limit == SERVERLESS_IMAGE_LIMIT_BYTES
+        else f"the configured limit (--image-size-limit; SageMaker serverless' own is {serverless})"
+    )
+    if size_bytes <= limit:
+        return f"{message}, within {whose} of {_size(limit)}"
+    over = f"{message} is over {whose} of {_size(limit)} ({limit} bytes)"
+    if profile == "serverless":
+        raise CheckFailed(
+            f"{over}, and this run checks a serverless deployment (--profile serverless): SageMaker "
+            f"serverless inference refuses container images over {serverless}. Make the image smaller: a "
+            f"multi-stage build, a slimmer base image, model weights in model.tar.gz rather than the image.",
+            size_bytes=size_bytes,
+            limit_bytes=limit,
         )
-        return f"{message}, over the serverless limit of {_size(limit)}"
-    return f"{message}, within the serverless limit of {_size(limit)}"
+    ctx.warn(
+        f"{over}: real-time endpoints set no image size limit, so this is a warning; SageMaker serverless "
+        f"inference refuses images over {serverless} (--profile serverless makes this a failure)"
+    )
+    return f"{over} (a warning under the realtime profile)"

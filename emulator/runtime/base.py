@@ -26,6 +26,8 @@ class ContainerSpec:
     environment: Mapping[str, str] = field(default_factory=dict)
     #: Host folder mounted read-only at /opt/ml/model (None: no model data).
     model_dir: Path | None = None
+    #: Mount model_dir writable instead (only the contract tester's write probe, on its own copy).
+    model_dir_writable: bool = False
     container_port: int = 8080
     #: Publish container_port on this host address only; the host port is chosen by the engine.
     host_ip: str = "127.0.0.1"

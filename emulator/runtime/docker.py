@@ -106,7 +106,12 @@ class DockerRuntime:
         mounts = []
         if spec.model_dir is not None:
             mounts.append(
-                Mount(target=MODEL_DIR_IN_CONTAINER, source=str(spec.model_dir), type="bind", read_only=True)
+                Mount(
+                    target=MODEL_DIR_IN_CONTAINER,
+                    source=str(spec.model_dir),
+                    type="bind",
+                    read_only=not spec.model_dir_writable,
+                )
             )
         device_requests = None
         if spec.gpus:
@@ -211,6 +216,10 @@ class DockerRuntime:
             raw = container.logs(stdout=True, stderr=True, tail=tail if tail is not None else "all")
         except docker.errors.NotFound:  # removed meanwhile (docker rm -f by someone else)
             return ""
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409:  # "dead or marked for removal": being removed right now
+                return ""
+            raise
         return bytes(raw).decode("utf-8", errors="replace")
 
     def follow_logs(self, container_id: str, since: int | None = None) -> Iterator[bytes]:

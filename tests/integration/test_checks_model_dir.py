@@ -1,18 +1,33 @@
-"""The model-dir.* contract checks: model-dir.read-only FAILS on its broken twin
-(tests/fixtures/twins/model-dir.read-only: writes into /opt/ml/model at start) and PASSES on the good
-echo image; a server that logs the EROFS failure but stays healthy fails too."""
+"""The model-dir.* contract checks.
+
+model-dir.read-only FAILS on its broken twins: tests/fixtures/twins/model-dir.read-only (writes into
+/opt/ml/model at start and crashes with EROFS), .silent (writes at start and swallows the error),
+.lazy (writes on the first invocation inside try/except OSError: pass), .reworded (crashes on the
+write with its own words); a server that logs the EROFS failure but stays healthy fails too; the good
+echo image PASSES. model-dir.image-files warns on tests/fixtures/twins/model-dir.image-files (code and
+weights baked under /opt/ml/model) and passes the echo image without a warning.
+"""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import docker
 import pytest
 
-from contract_tests.checks.model_dir import erofs_lines
-from contract_tests.result import CheckResult, Outcome
+from contract_tests.checks import model_dir
+from contract_tests.checks.model_dir import changes, erofs_lines, shadowed, snapshot
+from contract_tests.registry import select
+from contract_tests.result import CAUSE_CONTAINER_REMOVED, CheckResult, Outcome
+from contract_tests.runner import removed_message, run_checks
+from contract_tests.target import CheckConfig, Target
+from emulator.runtime import labels
 from emulator.runtime.images import build_image
+from tests.fixtures.twins import FAST_LIMITS
 
 pytestmark = pytest.mark.docker
 
@@ -41,6 +56,43 @@ def test_good_image_passes(run_one: RunOne, echo_image: str) -> None:
     assert result.id == CHECK
     assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
     assert "read-only" in result.message
+    assert "a container with a writable copy of it started, answered one invocation (HTTP 200) and " in (
+        result.message
+    )
+    assert result.evidence["probe_healthy"] is True and result.evidence["probe_changes"] == []
+    assert result.warnings == ()
+
+
+def test_twin_swallowing_the_write_error_at_start_fails(run_one: RunOne, twin_image: TwinImage) -> None:
+    result = run_one(CHECK, twin_image("model-dir.read-only.silent"))
+    assert result.outcome is Outcome.FAILED, f"{result.outcome}: {result.message}"
+    assert result.message.startswith(
+        "the container writes to /opt/ml/model, which SageMaker mounts read-only: a container given a "
+        "writable copy of it created /opt/ml/model/.ready (file) (during startup and one invocation, HTTP 200)."
+    )
+    assert "Its logs report" not in result.message  # nothing in the logs: the probe alone saw it
+    assert "Fix: Do not write to /opt/ml/model" in result.message
+    assert result.evidence["probe_changes"] == ["created /opt/ml/model/.ready (file)"]
+    assert result.evidence["erofs_lines"] == []
+
+
+def test_twin_writing_silently_on_the_first_invocation_fails(run_one: RunOne, twin_image: TwinImage) -> None:
+    result = run_one(CHECK, twin_image("model-dir.read-only.lazy"))
+    assert result.outcome is Outcome.FAILED, f"{result.outcome}: {result.message}"
+    assert "created /opt/ml/model/compiled-cache.bin (file)" in result.message
+    assert "(during startup and one invocation, HTTP 200)" in result.message
+    assert result.evidence["probe_changes"] == ["created /opt/ml/model/compiled-cache.bin (file)"]
+
+
+def test_twin_crashing_on_the_write_in_its_own_words_fails(run_one: RunOne, twin_image: TwinImage) -> None:
+    result = run_one(CHECK, twin_image("model-dir.read-only.reworded"))
+    assert result.outcome is Outcome.FAILED, f"{result.outcome}: {result.message}"
+    assert result.message.startswith(
+        "the container exited with code 1 during startup with /opt/ml/model read-only, but with a "
+        "writable copy of it the container became healthy and wrote there: created "
+        "/opt/ml/model/cache.bin (file)."
+    )
+    assert "startup: cannot create the model cache" in result.evidence["log_tail"]
 
 
 def test_a_start_failure_of_another_kind_is_skipped(run_one: RunOne, echo_image: str) -> None:
@@ -66,8 +118,8 @@ def test_healthy_container_that_logged_erofs_on_the_model_dir_fails(
     result = run_one(CHECK, tag)
     assert result.outcome is Outcome.FAILED, f"{result.outcome}: {result.message}"
     line = "touch: cannot touch '/opt/ml/model/cache.bin': Read-only file system"
-    assert "became healthy" in result.message
-    assert f"`{line}`" in result.message
+    assert "created /opt/ml/model/cache.bin (file)" in result.message  # the probe saw the write
+    assert f"Its logs report: `{line}`" in result.message  # and the log line backs it up
     assert result.evidence["erofs_lines"] == [line]
 
 
@@ -76,3 +128,141 @@ def test_erofs_lines() -> None:
     assert erofs_lines(logs) == [EROFS_LINE, "mkdir: /tmp: Read-only file system"]
     assert erofs_lines(logs, "/opt/ml/model") == [EROFS_LINE]
     assert erofs_lines("all fine\n") == []
+
+
+def test_changes_names_every_kind_of_write(tmp_path: Path) -> None:
+    root = tmp_path / "model"
+    (root / "code").mkdir(parents=True)
+    (root / "code" / "inference.py").write_text("x")
+    (root / "weights.bin").write_bytes(b"w")
+    (root / "gone.txt").write_text("g")
+    (root / "mode.txt").write_text("m")
+    (root / "scratch").mkdir()
+    before = snapshot(root)
+    assert changes(before, snapshot(root)) == []
+    (root / "code" / "cache.pyc").write_bytes(b"c")
+    (root / "weights.bin").write_bytes(b"longer weights")
+    (root / "gone.txt").unlink()
+    (root / "mode.txt").chmod(0o600)
+    (root / "scratch" / "lock").write_text("")
+    (root / "scratch" / "lock").unlink()
+    os.utime(root / "scratch", ns=(1, 1))  # an entry created and removed again moves the folder's mtime
+    assert changes(before, snapshot(root)) == [
+        "created /opt/ml/model/code/cache.pyc (file)",
+        "removed /opt/ml/model/gone.txt",
+        "changed the mode of /opt/ml/model/mode.txt (644 -> 600)",
+        "created and removed entries in /opt/ml/model/scratch",
+        "modified /opt/ml/model/weights.bin (1 -> 14 bytes)",
+    ]
+
+
+def test_shadowed_lists_leaves_under_the_model_dir() -> None:
+    paths = [
+        "/opt",
+        "/opt/ml",
+        "/opt/ml/model",
+        "/opt/ml/model/code",
+        "/opt/ml/model/code/inference.py",
+        "/opt/ml/model/a",
+        "/opt/ml/model/a-b",
+        "/opt/ml/model/a/x",
+        "/opt/ml/modelx/y",
+        "/opt/program/s.py",
+    ]
+    assert shadowed(paths) == ["/opt/ml/model/a-b", "/opt/ml/model/a/x", "/opt/ml/model/code/inference.py"]
+    assert shadowed(["/opt/ml/model", "/usr/bin/python3"]) == []
+
+
+class TestImageFiles:
+    ID = "model-dir.image-files"
+
+    def test_files_baked_under_the_model_dir_warn_in_the_headline(
+        self, run_one: RunOne, twin_image: TwinImage
+    ) -> None:
+        result = run_one(self.ID, twin_image(self.ID))
+        assert result.id == self.ID
+        assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"  # a warning
+        assert result.message == (
+            "2 path(s) under /opt/ml/model in the image are hidden by the model mount (a warning)"
+        )
+        (warning,) = result.warnings
+        assert result.headline_warnings == (warning,)
+        assert warning == (
+            "the image ships 2 path(s) under /opt/ml/model, hidden at run time by the model mount: "
+            "/opt/ml/model/code/inference.py, /opt/ml/model/model.pth; ship code under /opt/program and "
+            "model files in model.tar.gz"
+        )
+        assert result.evidence["shadowed"] == ["/opt/ml/model/code/inference.py", "/opt/ml/model/model.pth"]
+
+    def test_good_image_passes_without_a_warning(self, run_one: RunOne, echo_image: str) -> None:
+        result = run_one(self.ID, echo_image)
+        assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
+        assert result.message == "nothing under /opt/ml/model in the image"
+        assert result.warnings == () and result.evidence["shadowed"] == []
+
+
+def test_the_write_probe_container_removed_by_someone_else_is_one_error(
+    echo_image: str, tmp_path: Path, docker_engine: docker.DockerClient
+) -> None:
+    """The probe's own container, removed mid-probe (docker rm -f), is the run's one ERROR naming it."""
+    config = CheckConfig(
+        image=echo_image,
+        environment={"STARTUP_DELAY_S": "1.5"},  # the probe container waits 1.5 s for its /ping 200
+        limits=FAST_LIMITS,
+        cache_dir=tmp_path / "check",
+    )
+    target = Target(config)
+    target.startup()  # the shared container, healthy: the probe is the next container started
+    removed: list[str] = []
+
+    def remove_the_probe() -> None:
+        owner = f"{labels.OWNER}=check-{os.getpid()}"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not removed:
+            for container in docker_engine.containers.list(all=True, filters={"label": owner}):
+                mounts = container.attrs.get("Mounts") or []
+                if any(m.get("Destination") == "/opt/ml/model" and m.get("RW") for m in mounts):
+                    container.remove(force=True)
+                    removed.append(container.name)
+            time.sleep(0.05)
+
+    remover = threading.Thread(target=remove_the_probe)
+    remover.start()
+    try:
+        (result,) = run_checks(select([CHECK]), target)
+    finally:
+        remover.join()
+    assert removed, "the probe container was there to remove"
+    assert result.outcome is Outcome.ERROR, f"{result.outcome}: {result.message}"
+    assert result.message == removed_message(removed)
+    assert result.evidence["cause"] == CAUSE_CONTAINER_REMOVED
+
+
+def test_a_model_dir_over_the_copy_limit_is_read_from_the_logs_only(
+    run_one: RunOne, echo_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "weights.bin").write_bytes(b"w" * 100)
+    monkeypatch.setattr(model_dir, "PROBE_COPY_LIMIT_BYTES", 99)
+    result = run_one(CHECK, echo_image, model_data=str(model))  # a local folder: mounted as it is
+    assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
+    assert result.message.endswith("no write failure there in its logs (write probe not run)")
+    assert result.warnings == (
+        "write probe not run: the model dir holds 100 bytes, over the 99-byte copy limit; only the logs "
+        "were read for failed writes to /opt/ml/model",
+    )
+
+
+def test_a_slow_invocation_costs_at_most_the_probe_wait_and_its_write_is_seen(
+    run_one: RunOne, twin_image: TwinImage
+) -> None:
+    # the lazy twin writes, then answers after 30 s: the probe waits FAST_LIMITS' 2 s, not 30
+    result = run_one(CHECK, twin_image("model-dir.read-only.lazy"), environment={"INVOKE_SLEEP_S": "30"})
+    assert result.outcome is Outcome.FAILED, f"{result.outcome}: {result.message}"
+    assert (
+        "created /opt/ml/model/compiled-cache.bin (file) (during startup and one invocation, no answer "
+        in (result.message)
+    )
+    assert "within 2 s)" in result.message
+    assert result.duration_s < 15
