@@ -164,7 +164,7 @@ class TestSize:
             timeout=120,
         )
         assert done.returncode == 1, done.stdout + done.stderr
-        (result,) = json.loads(out.read_text())
+        (result,) = json.loads(out.read_text())["results"]
         assert result["outcome"] == "failed" and result["evidence"]["limit_bytes"] == 1024**2
         assert "of 1.00 MB (1048576 bytes), and this run checks a serverless deployment" in result["message"]
         warned = subprocess.run(

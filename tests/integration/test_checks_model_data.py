@@ -173,7 +173,7 @@ def test_the_cli_reports_bad_model_data_as_a_failed_check_not_a_usage_error(
         echo_image, "--model-data", str(archive), "--check", "model-data,start.healthy", "--json", str(out)
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    results = {r["id"]: r for r in json.loads(out.read_text())}
+    results = {r["id"]: r for r in json.loads(out.read_text())["results"]}
     assert results[CHECK]["outcome"] == "failed"
     assert extract_failed_message(str(archive)) in results[CHECK]["message"]
     assert results["start.healthy"]["outcome"] == "skipped"
