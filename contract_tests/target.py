@@ -9,7 +9,7 @@ import os
 import secrets
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,6 +187,11 @@ class RunningContainer:
         return code, time.monotonic() - sent
 
 
+#: Called once per run with the shared container right after its first 200 from /ping, before any check
+#: uses it: what must be seen at once (invocations' first calls to a model that is healthy but not ready).
+AFTER_HEALTHY: list[Callable[[Target, RunningContainer], None]] = []
+
+
 class Target:
     """Run-wide resources: the image's configuration, its files, the model dir, started containers."""
 
@@ -257,6 +262,9 @@ class Target:
                 )
             else:
                 self._shared_startup = self._shared.wait_startup()
+                if self._shared_startup.healthy:
+                    for hook in AFTER_HEALTHY:
+                        hook(self, self._shared)
         return self._shared_startup
 
     def healthy(self) -> RunningContainer:
