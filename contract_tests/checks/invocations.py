@@ -89,8 +89,13 @@ class Answer:
         return f"HTTP {self.status} in {self.elapsed_s * 1000:.0f} ms"
 
     def excerpt(self, limit: int = BODY_EXCERPT) -> str:
-        text = self.body[:limit].decode("utf-8", "replace").strip()
-        return text + ("…" if len(self.body) > limit else "")
+        """The body's start as text, or `<N bytes of TYPE>` for a binary body (an image, a tensor)."""
+        start = self.body[:limit]
+        text = start.decode("utf-8", "replace")
+        if "\x00" in text or text[:-3].count("\ufffd") or any(c < " " and c not in "\t\r\n" for c in text):
+            kind = self.headers.get("content-type") or "binary data"
+            return f"<{self.size:,} bytes of {kind}>"
+        return text.strip() + ("…" if len(self.body) > limit else "")
 
 
 def invoke(
@@ -355,7 +360,7 @@ def serves(ctx: CheckContext) -> str:
     ]
 
     def seen(payload: Payload, answer: Answer) -> str:
-        body = f" ({answer.excerpt()!r})" if answer.answered and answer.body else ""
+        body = f" ({answer.excerpt()!r})" if answer.answered and answer.body and not answer.ok else ""
         return f"{describe_payload(payload)}: {answer.describe()}{body}"
 
     ok = [i for i, a in enumerate(answers) if a.ok]
