@@ -105,6 +105,7 @@ def payload_fields(items: Sequence[tuple[str, str]], prefix: str = "--") -> dict
         "accept": first.accept if first else before.get("accept"),
         "extra_payloads": tuple(payloads[1:]),
         "payload_given": bool(payloads),
+        "payload_source": first.source if first else None,
     }
 
 

@@ -60,6 +60,8 @@ class CheckConfig:
     extra_payloads: tuple[Payload, ...] = ()
     #: True when the user chose the payload(s): then no 2xx to any of them is a failure, not a warning.
     payload_given: bool = False
+    #: Where `payload` came from, for messages (`--payload FILE`); None: "the configured/default payload".
+    payload_source: str | None = None
     limits: ContractLimits = field(default_factory=ContractLimits)
     cache_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "smlocal-check")
     poll_interval_s: float = 0.05
@@ -68,7 +70,9 @@ class CheckConfig:
     @property
     def payloads(self) -> tuple[Payload, ...]:
         """Every input to send: the primary payload (what most checks use) first."""
-        source = "the configured payload" if self.payload_given else "the default payload"
+        source = self.payload_source or (
+            "the configured payload" if self.payload_given else "the default payload"
+        )
         first = Payload(self.payload, self.content_type, self.accept, source)
         return (first, *self.extra_payloads)
 

@@ -157,7 +157,7 @@ def test_check_an_image_answering_500_with_payload_exits_1(
     serves = data["invocations.serves"]
     assert serves["outcome"] == "failed", serves
     assert serves["message"].startswith(
-        "no invocation succeeded: POST /invocations with the configured payload"
+        "no invocation succeeded: POST /invocations with --payload in.json (18 bytes, application/json): HTTP 500"
     )
     assert "--payload in.csv (4 bytes, text/csv, Accept text/csv): HTTP 500" in serves["message"]
     assert [a["status"] for a in serves["evidence"]["answers"]] == [500, 500]
@@ -203,8 +203,9 @@ def test_pytest_plugin_takes_payloads(
         timeout=300,
     )
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "no invocation succeeded: POST /invocations with the configured payload (4 bytes, text/csv)" in (
-        run.stdout
+    assert (
+        "no invocation succeeded: POST /invocations with --sagemaker-payload in.csv (4 bytes, text/csv)"
+        in (run.stdout)
     )
     bad = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider"]

@@ -56,6 +56,7 @@ def test_each_option_applies_to_the_payload_before_it(files: dict[str, str]) -> 
         Payload(b"\x00\x01", "application/x-npy", "text/csv", f"--payload {files['c.bin']}"),
     )
     assert [p.body for p in config.payloads] == [b'{"x": 1}', b"1,2\n", b"\x00\x01"]
+    assert config.payloads[0].source == f"--payload {files['a.json']}"
 
 
 def test_an_option_before_any_payload_applies_to_the_first(files: dict[str, str]) -> None:
