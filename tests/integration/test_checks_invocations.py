@@ -51,6 +51,22 @@ def test_good_image_passes(run_one: RunOne, echo_image: str, check_id: str) -> N
     assert result.warnings == ()
 
 
+def test_good_image_messages_of_the_first_call_checks(run_one: RunOne, echo_image: str) -> None:
+    serves = run_one("invocations.serves", echo_image, payload_given=True)
+    assert serves.message.startswith(
+        "POST /invocations with the configured payload (2 bytes, application/json): HTTP 200 in "
+    )
+    ready = run_one("invocations.ready-when-healthy", echo_image)
+    assert ready.message.startswith("the first POST /invocations, ")
+    assert " ms after /ping first answered 200, was answered HTTP 200 in " in ready.message
+    warm = run_one("invocations.warm-first-call", echo_image)
+    assert warm.message.startswith("the first POST /invocations took ") and "(median)" in warm.message
+    assert [c["status"] for c in warm.evidence["first_calls"]] == [200, 200, 200]  # first + STEADY_CALLS
+    for result in (serves, ready, warm):
+        assert result.outcome is Outcome.PASSED and result.warnings == (), result.message
+        assert "every answer was an error" not in result.message
+
+
 def test_every_check_of_the_groups_has_a_twin() -> None:
     registered = [c.id for c in select(["accept", "invocations"])]
     assert registered == CHECKS
