@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,6 +30,85 @@ if TYPE_CHECKING:
 
 class UsageError(Exception):
     """The command line cannot be run as given (exit 2)."""
+
+
+#: Where the payload options are recorded, in command-line order: [(kind, value)], kind one of PAYLOAD_KINDS.
+PAYLOAD_OPTIONS = "payload_options"
+PAYLOAD_KINDS = ("payload", "content_type", "accept")
+
+
+class PayloadOption(argparse.Action):
+    """--payload FILE, --content-type T and --accept T (or the plugin's --sagemaker-... ones), kept in
+    command-line order: a content type or accept applies to the --payload before it, and one given
+    before any --payload to the first (see payload_fields)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        kind = self.option_strings[-1].removeprefix("--").removeprefix("sagemaker-").replace("-", "_")
+        items = list(getattr(namespace, PAYLOAD_OPTIONS, None) or [])
+        items.append((kind, str(values)))
+        setattr(namespace, PAYLOAD_OPTIONS, items)
+
+
+def payload_fields(items: Sequence[tuple[str, str]], prefix: str = "--") -> dict[str, Any]:
+    """CheckConfig's payload fields (payload, content_type, accept, extra_payloads, payload_given) from
+    the payload options in command-line order; UsageError when they cannot be read or contradict.
+    `prefix` is how the options are spelt in messages (`--sagemaker-` for the pytest plugin)."""
+    from contract_tests.target import Payload
+
+    def flag(kind: str) -> str:
+        return prefix + kind.replace("_", "-")
+
+    given: list[dict[str, str]] = []
+    before: dict[str, str] = {}  # options before any --payload: the first payload's
+    for kind, value in items:
+        if kind == "payload":
+            given.append({"payload": value})
+            continue
+        if not value.strip():
+            raise UsageError(f"{flag(kind)} needs a media type, got {value!r}")
+        entry = given[-1] if given else before
+        if kind in entry:
+            owner = f"{flag('payload')} {entry['payload']}" if given else "the first payload"
+            raise UsageError(f"{flag(kind)} given twice for {owner}: {entry[kind]!r} and {value!r}")
+        entry[kind] = value
+    if given:
+        for kind, value in before.items():
+            if kind in given[0]:
+                raise UsageError(
+                    f"{flag(kind)} given twice for {flag('payload')} {given[0]['payload']}: {value!r} "
+                    f"(before it) and {given[0][kind]!r}"
+                )
+            given[0][kind] = value
+    payloads = []
+    for entry in given:
+        path = entry["payload"]
+        try:
+            body = Path(path).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{flag('payload')} {path}: {exc.strerror or exc}") from exc
+        payloads.append(
+            Payload(
+                body,
+                entry.get("content_type", "application/json"),
+                entry.get("accept"),
+                f"{flag('payload')} {path}",
+            )
+        )
+    first = payloads[0] if payloads else None
+    return {
+        "payload": first.body if first else b"{}",
+        "content_type": first.content_type if first else before.get("content_type", "application/json"),
+        "accept": first.accept if first else before.get("accept"),
+        "extra_payloads": tuple(payloads[1:]),
+        "payload_given": bool(payloads),
+        "payload_source": first.source if first else None,
+    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,14 +153,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     limits.add_argument(
         "--stop-grace", type=float, metavar="S", help="seconds between SIGTERM and SIGKILL (default 30)"
     )
+    parser.set_defaults(**{PAYLOAD_OPTIONS: []})
     parser.add_argument(
-        "--payload", metavar="FILE", help="request body the invocation checks send (default {})"
+        "--payload",
+        action=PayloadOption,
+        metavar="FILE",
+        help="a request body the model accepts (repeatable: invocations.serves sends each, the other "
+        "invocation checks the first; default {}, and no 2xx to it is only a warning)",
     )
     parser.add_argument(
         "--content-type",
-        default="application/json",
+        action=PayloadOption,
         metavar="T",
-        help="its content type (default application/json)",
+        help="the content type of the --payload before it (default application/json)",
+    )
+    parser.add_argument(
+        "--accept", action=PayloadOption, metavar="T", help="an Accept header for the --payload before it"
     )
     parser.add_argument(
         "--env", action="append", default=[], metavar="K=V", help="container environment (repeatable)"
@@ -165,12 +252,7 @@ def check_config(args: argparse.Namespace) -> CheckConfig:
             option = "--" + name.removesuffix("_s").replace("_", "-")
             raise UsageError(f"{option} must be a positive number of seconds, got {value:g}")
     limits = ContractLimits().replace(**{k: v for k, v in changes.items() if v is not None})
-    payload = b"{}"
-    if args.payload:
-        try:
-            payload = Path(args.payload).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"--payload {args.payload}: {exc.strerror or exc}") from exc
+    payloads = payload_fields(getattr(args, PAYLOAD_OPTIONS, None) or [])
     _writable(args.json, "--json")
     _writable(args.junit, "--junit")
     return CheckConfig(
@@ -179,9 +261,8 @@ def check_config(args: argparse.Namespace) -> CheckConfig:
         profile=args.profile,
         image_size_limit_bytes=_size_limit(args.image_size_limit),
         environment=_environment(args.env),
-        payload=payload,
-        content_type=args.content_type,
         limits=limits,
+        **payloads,
     )
 
 

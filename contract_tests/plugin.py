@@ -1,6 +1,7 @@
 """The contract checks as pytest items (the `smlocal` pytest11 entry point).
 
     pytest --sagemaker-image my-model:latest [--sagemaker-model-data URL] [--sagemaker-env K=V ...]
+           [--sagemaker-payload FILE [--sagemaker-content-type T] [--sagemaker-accept T] ...]
            [--sagemaker-startup-timeout S] [--sagemaker-profile serverless]
            [--sagemaker-image-size-limit SIZE] [-k start.healthy]
 
@@ -12,7 +13,8 @@ ERROR (a bug in the checker: its traceback; or its container removed by someone 
 skipped on SKIPPED.
 
 Installed with smlocal, this module is loaded by every pytest run: without --sagemaker-image it only
-adds its options. It imports nothing but pytest until the option is given.
+adds its options. It imports nothing but pytest and contract_tests.cli (the standard library only)
+until the option is given.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from contract_tests.cli import PAYLOAD_OPTIONS, PayloadOption, UsageError, payload_fields
 
 if TYPE_CHECKING:
     from contract_tests.registry import Check
@@ -72,12 +76,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="container environment variable (repeatable)",
     )
+    group.addoption(
+        "--sagemaker-payload",
+        metavar="FILE",
+        action=PayloadOption,
+        help="a request body the model accepts (repeatable: invocations.serves sends each, the other "
+        "invocation checks the first; default {}, and no 2xx to it is only a warning)",
+    )
+    group.addoption(
+        "--sagemaker-content-type",
+        metavar="T",
+        action=PayloadOption,
+        help="the content type of the --sagemaker-payload before it (default application/json)",
+    )
+    group.addoption(
+        "--sagemaker-accept",
+        metavar="T",
+        action=PayloadOption,
+        help="an Accept header for the --sagemaker-payload before it",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     image = config.getoption("sagemaker_image", None)
     if image:
-        config.pluginmanager.register(ContractSession(config, image), _PLUGIN_NAME)
+        session = ContractSession(config, image)
+        session.check_config()  # bad options (an unreadable --sagemaker-payload...) stop the run now
+        config.pluginmanager.register(session, _PLUGIN_NAME)
 
 
 class ContractViolation(Exception):
@@ -115,6 +140,12 @@ class ContractSession:
             limit_bytes = parse_size(size_limit) if size_limit else SERVERLESS_IMAGE_LIMIT_BYTES
         except ValueError as exc:
             raise pytest.UsageError(f"--sagemaker-image-size-limit: {exc}") from exc
+        try:
+            payloads = payload_fields(
+                getattr(self.config.option, PAYLOAD_OPTIONS, None) or [], "--sagemaker-"
+            )
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from exc
         return CheckConfig(
             image=self.image,
             model_data=self.config.getoption("sagemaker_model_data"),
@@ -122,6 +153,7 @@ class ContractSession:
             image_size_limit_bytes=limit_bytes,
             environment=environment,
             limits=limits,
+            **payloads,
         )
 
     def target(self) -> Target:

@@ -10,7 +10,7 @@ import re
 import secrets
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,8 @@ class CheckConfig:
     extra_payloads: tuple[Payload, ...] = ()
     #: True when the user chose the payload(s): then no 2xx to any of them is a failure, not a warning.
     payload_given: bool = False
+    #: Where `payload` came from, for messages (`--payload FILE`); None: "the configured/default payload".
+    payload_source: str | None = None
     limits: ContractLimits = field(default_factory=ContractLimits)
     cache_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "smlocal-check")
     poll_interval_s: float = 0.05
@@ -90,7 +92,9 @@ class CheckConfig:
     @property
     def payloads(self) -> tuple[Payload, ...]:
         """Every input to send: the primary payload (what most checks use) first."""
-        source = "the configured payload" if self.payload_given else "the default payload"
+        source = self.payload_source or (
+            "the configured payload" if self.payload_given else "the default payload"
+        )
         first = Payload(self.payload, self.content_type, self.accept, source)
         return (first, *self.extra_payloads)
 
@@ -225,6 +229,11 @@ class RunningContainer:
         return code, time.monotonic() - sent
 
 
+#: Called once per run with the shared container right after its first 200 from /ping, before any check
+#: uses it: what must be seen at once (invocations' first calls to a model that is healthy but not ready).
+AFTER_HEALTHY: list[Callable[[Target, RunningContainer], None]] = []
+
+
 class Target:
     """Run-wide resources: the image's configuration, its files, the model dir, started containers."""
 
@@ -320,6 +329,9 @@ class Target:
                 )
             else:
                 self._shared_startup = self._shared.wait_startup()
+                if self._shared_startup.healthy:
+                    for hook in AFTER_HEALTHY:
+                        hook(self, self._shared)
         return self._shared_startup
 
     def healthy(self) -> RunningContainer:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from contract_tests.checks.invocations import container_note
+from contract_tests.checks.invocations import container_note, timed_out
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
@@ -128,8 +128,11 @@ def _measure(ctx: CheckContext, container: RunningContainer, wait_s: float) -> M
         m.answered_early = bool(readable)
         try:
             held.sendall(rest)
-            response = _read_response(held, "POST")
-            m.invocation = f"HTTP {response.status}"
+            if timed_out(ctx) and m.answered_s is not None:  # not waited out again (invocations.timely)
+                m.invocation = "not awaited: the configured payload gets no answer in time"
+            else:
+                response = _read_response(held, "POST")
+                m.invocation = f"HTTP {response.status}"
         except (OSError, http.client.HTTPException) as exc:
             m.invocation = f"failed ({type(exc).__name__}: {exc or 'no detail'})"
         finished = time.monotonic()

@@ -133,3 +133,88 @@ def test_pytest_plugin_runs_checks_as_items(
     for check_id in CHEAP:
         assert f"smlocal-contract::{check_id} PASSED" in run.stdout
     assert " 2 passed, " in run.stdout and " deselected" in run.stdout
+
+
+# --- an image that serves nothing (every invocation answers 500) is never green ----------------------
+
+
+def test_check_an_image_answering_500_with_payload_exits_1(
+    twin_image: Callable[[str], str], docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    (tmp_path / "in.json").write_text('{"instances": [1]}')
+    (tmp_path / "in.csv").write_text("1,2\n")
+    image = twin_image("invocations.serves")
+    run, pid = smlocal_check(
+        image,
+        "--payload", "in.json",
+        "--payload", "in.csv", "--content-type", "text/csv", "--accept", "text/csv",
+        "--json", "out.json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert_no_containers_left(docker_engine, pid)
+    data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())}
+    serves = data["invocations.serves"]
+    assert serves["outcome"] == "failed", serves
+    assert serves["message"].startswith(
+        "no invocation succeeded: POST /invocations with --payload in.json (18 bytes, application/json): HTTP 500"
+    )
+    assert "--payload in.csv (4 bytes, text/csv, Accept text/csv): HTTP 500" in serves["message"]
+    assert [a["status"] for a in serves["evidence"]["answers"]] == [500, 500]
+    assert "1 failed" in run.stdout and "invocations.serves" in run.stdout
+
+
+def test_check_an_image_answering_500_without_payload_warns_in_the_summary(
+    twin_image: Callable[[str], str], docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    run, pid = smlocal_check(twin_image("invocations.serves"), "--json", "out.json", cwd=tmp_path)
+    assert_no_containers_left(docker_engine, pid)
+    summary = run.stdout.strip().splitlines()[-2]  # the last line names the JSON report
+    assert summary.endswith(
+        "; warning: no successful invocation: the model's serving was not verified; give --payload"
+    ), run.stdout
+    data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())}
+    assert data["invocations.serves"]["headline_warnings"] == [
+        "no successful invocation: the model's serving was not verified; give --payload"
+    ]
+    assert " passed" in summary and run.returncode == 0  # a warning: SageMaker itself would accept the image
+
+
+def test_pytest_plugin_takes_payloads(
+    twin_image: Callable[[str], str], docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    (tmp_path / "in.csv").write_text("1,2\n")
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider"]
+        + ["--sagemaker-image", twin_image("invocations.serves"), "--sagemaker-startup-timeout", "30"]
+        + [
+            "--sagemaker-payload",
+            "in.csv",
+            "--sagemaker-content-type",
+            "text/csv",
+            "-k",
+            "invocations.serves",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert (
+        "no invocation succeeded: POST /invocations with --sagemaker-payload in.csv (4 bytes, text/csv)"
+        in (run.stdout)
+    )
+    bad = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider"]
+        + ["--sagemaker-image", "img:1", "--sagemaker-payload", "/no/such/file"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert bad.returncode == 4, bad.stdout + bad.stderr  # pytest's usage error
+    assert "--sagemaker-payload /no/such/file: No such file or directory" in bad.stderr
