@@ -153,7 +153,7 @@ def test_check_an_image_answering_500_with_payload_exits_1(
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
     assert_no_containers_left(docker_engine, pid)
-    data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())}
+    data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())["results"]}
     serves = data["invocations.serves"]
     assert serves["outcome"] == "failed", serves
     assert serves["message"].startswith(
@@ -173,7 +173,7 @@ def test_check_an_image_answering_500_without_payload_warns_in_the_summary(
     assert summary.endswith(
         "; warning: no successful invocation: the model's serving was not verified; give --payload"
     ), run.stdout
-    data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())}
+    data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())["results"]}
     assert data["invocations.serves"]["headline_warnings"] == [
         "no successful invocation: the model's serving was not verified; give --payload"
     ]
