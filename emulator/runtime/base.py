@@ -7,6 +7,7 @@ All calls are blocking: async callers use asyncio.to_thread.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,7 +147,7 @@ class ContainerRuntime(Protocol):
     def main_process(self, container_id: str) -> str:
         """The command line of the container's PID 1 (empty when it is not running)."""
 
-    def processes(self, container_id: str) -> list[ProcessInfo]:
+    def processes(self, container_id: str) -> builtins.list[ProcessInfo]:
         """The container's processes, PID 1 first ([] when it is not running)."""
 
     def signal(self, container_id: str, signal: str) -> None:

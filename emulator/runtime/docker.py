@@ -5,6 +5,7 @@ Docker's exceptions are translated here, once, into emulator.errors.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import tarfile
 import threading
@@ -384,7 +385,7 @@ class DockerRuntime:
                 return str(fields.get("COMMAND") or fields.get("CMD") or "")
         return ""
 
-    def processes(self, container_id: str) -> list[ProcessInfo]:
+    def processes(self, container_id: str) -> builtins.list[ProcessInfo]:
         container = self._get(container_id)
         if container is None:
             return []
