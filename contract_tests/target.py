@@ -5,7 +5,6 @@ starts them: `docker run IMAGE serve`, Environment, /opt/ml/model read-only, por
 from __future__ import annotations
 
 import functools
-import os
 import secrets
 import tempfile
 import time
@@ -19,6 +18,7 @@ import httpx
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
 from emulator.model.resources import ModelDataSource
+from emulator.process_owner import check_labels, remove_orphaned_checks
 from emulator.runtime import labels
 from emulator.runtime.base import (
     ContainerHandle,
@@ -197,6 +197,9 @@ class Target:
         self._shared: RunningContainer | None = None
         self._shared_startup: Startup | None = None
         self._run_id = secrets.token_hex(4)
+        self._swept = False
+        #: names of the containers of ended check runs that the first start() removed
+        self.orphans_removed: list[str] = []
 
     @functools.cached_property
     def image(self) -> ImageConfig:
@@ -222,11 +225,14 @@ class Target:
         self, environment: Mapping[str, str] | None = None, model_dir: Path | None = None
     ) -> RunningContainer:
         """A new container of the image, as SageMaker starts one; removed by close()."""
+        if not self._swept:  # containers of runs killed before they could clean up (a CI timeout)
+            self._swept = True
+            self.orphans_removed = remove_orphaned_checks(self.runtime)
         n = len(self._containers)
         spec = ContainerSpec(
             image=self.image.id,
             name=f"smlocal-check-{self._run_id}-{n}",
-            labels={labels.MANAGED: "true", labels.ROLE: "check", labels.OWNER: f"check-{os.getpid()}"},
+            labels={labels.MANAGED: "true", labels.ROLE: "check", **check_labels()},
             environment={**self.config.environment, **(environment or {})},
             model_dir=model_dir or self.model_dir,
             container_port=self.config.container_port,
