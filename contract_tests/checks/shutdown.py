@@ -218,6 +218,8 @@ def in_flight(ctx: CheckContext) -> str:
         )
     else:
         exit_text = f"the container was still running {took:.1f} s after SIGTERM (SageMaker would SIGKILL it)"
+        if known is not None and not known.exited_on_first:  # it stops on a later SIGTERM only
+            exit_text += "; a SIGTERM this soon after the first /ping 200 is ignored: see shutdown.early"
     if answer is None:
         tail = container.log_tail()
         raise CheckFailed(

@@ -156,7 +156,7 @@ class TestEarly:
         assert "Fix: Install the SIGTERM handler before /ping answers 200" in message
         evidence = result.evidence
         assert evidence["sigterm_outcome"] == "no-handler-yet"
-        assert evidence["signalled_after_ready_s"] < 1.5  # before the twin's handler is in place
+        assert evidence["signalled_after_ready_s"] < 2.0  # before the twin's handler is in place
         assert evidence["second_signalled_after_ready_s"] >= GRACE
         assert evidence["exit_code"] == 0
         assert evidence["processes_after"] == evidence["processes_before"]  # nothing stopped
@@ -214,6 +214,17 @@ class TestOneRun:
             ("shutdown.in-flight", Outcome.PASSED),
         ]
         assert len(started) == 2, started  # the trial's container and the in-flight check's
+
+    def test_late_handler_in_flight_points_to_early(self, twin_image: TwinImage, tmp_path: Path) -> None:
+        results = _run_group(twin_image("shutdown.early"), tmp_path)
+        assert [(r.id, r.outcome) for r in results] == [
+            ("shutdown.idle", Outcome.PASSED),
+            ("shutdown.early", Outcome.FAILED),
+            ("shutdown.in-flight", Outcome.FAILED),
+        ]
+        message = results[2].message
+        assert f"still running {GRACE:.1f} s after SIGTERM" in message
+        assert "a SIGTERM this soon after the first /ping 200 is ignored: see shutdown.early" in message
 
 
 def _run_group(image: str, tmp_path: Path) -> list[CheckResult]:
