@@ -19,7 +19,8 @@ from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
 from contract_tests.target import CheckConfig, RunningContainer, Target
 from emulator.runtime import labels
-from tests.fixtures.twins import FAST_LIMITS
+from emulator.runtime.images import build_image
+from tests.fixtures.twins import FAST_LIMITS, TWIN_PREFIX, TWINS_DIR
 
 pytestmark = pytest.mark.docker
 
@@ -274,3 +275,47 @@ class TestInFlight:
         result = run_one(self.CHECK, echo_image, payload=payload, content_type="application/octet-stream")
         _outcome(result, self.CHECK, Outcome.PASSED)
         assert result.evidence["response"] == f"HTTP 200 with a {len(payload)}-byte body"
+
+
+class TestOnGunicorn:
+    """The same traps on a real serving stack: gunicorn + Flask (the keep-alive test image)."""
+
+    @pytest.fixture(scope="class")
+    def stack_twin(self, keepalive_image: str, docker_engine: docker.DockerClient) -> Callable[[str], str]:
+        def build(name: str) -> str:
+            tag = f"{TWIN_PREFIX}/{name}:latest"
+            build_image(
+                TWINS_DIR / name, tag, buildargs={"STACK_IMAGE": keepalive_image}, client=docker_engine
+            )
+            return tag
+
+        return build
+
+    def test_exec_gunicorn_passes(self, run_one: RunOne, keepalive_image: str) -> None:
+        for check_id in ("shutdown.idle", "shutdown.early"):
+            result = run_one(check_id, keepalive_image)
+            message = _outcome(result, check_id, Outcome.PASSED)
+            assert "ms after the first /ping 200" in message
+
+    def test_gunicorn_under_a_shell_fails(self, run_one: RunOne, stack_twin: Callable[[str], str]) -> None:
+        result = run_one("shutdown.idle", stack_twin("shutdown.idle.gunicorn-shell"))
+        message = _outcome(result, "shutdown.idle", Outcome.FAILED)
+        assert (
+            "PID 1 (`/bin/sh /opt/program/serve serve`) is a shell: it got SIGTERM and did not pass it on"
+            in message
+        )
+        assert result.evidence["sigterm_outcome"] == "shell-no-forward"
+        before = result.evidence["processes_before"]
+        assert before[0].endswith("/bin/sh /opt/program/serve serve")
+        assert any(
+            "gunicorn" in line and line.startswith("    ") for line in before
+        )  # master, then its worker
+
+    def test_gunicorn_behind_tail_fails(self, run_one: RunOne, stack_twin: Callable[[str], str]) -> None:
+        result = run_one("shutdown.idle", stack_twin("shutdown.idle.gunicorn-tail"))
+        message = _outcome(result, "shutdown.idle", Outcome.FAILED)
+        assert (
+            "PID 1 (`tail -f /dev/null`) is `tail`, which serves nothing: it got SIGTERM and did not pass it on"
+        ) in message
+        assert "Fix: Make the server PID 1" in message
+        assert result.evidence["sigterm_outcome"] == "shell-no-forward"
