@@ -4,7 +4,9 @@ starts them: `docker run IMAGE serve`, Environment, /opt/ml/model read-only, por
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import secrets
 import tempfile
 import time
@@ -227,7 +229,10 @@ class Target:
         """A new container of the image, as SageMaker starts one; removed by close()."""
         if not self._swept:  # containers of runs killed before they could clean up (a CI timeout)
             self._swept = True
-            self.orphans_removed = remove_orphaned_checks(self.runtime)
+            try:
+                self.orphans_removed = remove_orphaned_checks(self.runtime)
+            except EngineError as exc:  # never a reason for this run to fail
+                logging.getLogger(__name__).warning("removing ended check runs' containers: %s", exc.message)
         n = len(self._containers)
         spec = ContainerSpec(
             image=self.image.id,
@@ -237,9 +242,20 @@ class Target:
             model_dir=model_dir or self.model_dir,
             container_port=self.config.container_port,
         )
-        container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
-        self._containers.append(container)
+        try:
+            container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
+            self._containers.append(container)
+        except BaseException:  # Ctrl-C or SIGTERM mid-start: the engine may have created it already
+            if not any(c.handle.name == spec.name for c in self._containers):
+                with contextlib.suppress(Exception):  # the original error is the one to report
+                    self._remove_named(spec)
+            raise
         return container
+
+    def _remove_named(self, spec: ContainerSpec) -> None:
+        for handle in self.runtime.list(spec.labels):
+            if handle.name == spec.name:
+                self.runtime.remove(handle.id)
 
     def startup(self) -> Startup:
         """Start the shared container once and record how it started (start.* checks judge this)."""

@@ -17,7 +17,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from emulator.runtime.base import ContainerRuntime
+from emulator.errors import EngineError
+from emulator.runtime.base import ContainerHandle, ContainerRuntime
 from emulator.runtime.labels import MANAGED, OWNER, OWNER_HOST, OWNER_STARTED, ROLE
 
 log = logging.getLogger(__name__)
@@ -106,9 +107,13 @@ def owner_gone(labels: Mapping[str, str]) -> bool:
 def remove_orphaned_checks(runtime: ContainerRuntime) -> list[str]:
     """Remove the check containers whose owning process is gone; returns their names."""
     removed = []
-    for handle in runtime.list(CHECK_SELECTOR):
+    for handle in _list_checks(runtime):
         if owner_gone(handle.labels):
-            runtime.remove(handle.id)
+            try:
+                runtime.remove(handle.id)
+            except EngineError as exc:  # e.g. another run removing it at the same moment
+                log.warning("could not remove %s of an ended check run: %s", handle.name, exc.message)
+                continue
             removed.append(handle.name)
             log.info(
                 "removed %s: its `smlocal check` run (%s) ended without removing it",
@@ -116,3 +121,15 @@ def remove_orphaned_checks(runtime: ContainerRuntime) -> list[str]:
                 handle.labels.get(OWNER),
             )
     return removed
+
+
+def _list_checks(runtime: ContainerRuntime, attempts: int = 3) -> list[ContainerHandle]:
+    """Every check container on the engine. Listing inspects each container found, so another run
+    removing one of its own meanwhile fails the call (not found): then the list is read again."""
+    for attempt in range(attempts):
+        try:
+            return runtime.list(CHECK_SELECTOR)
+        except EngineError:
+            if attempt == attempts - 1:
+                raise
+    return []

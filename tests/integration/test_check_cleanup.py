@@ -52,10 +52,12 @@ def _smlocal(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _of(client: docker.DockerClient, pid: int) -> list[docker.models.containers.Container]:
-    """The containers of the check run with this pid on this host (running or not)."""
+def _of(client: docker.DockerClient, pid: int) -> list[dict[str, str]]:
+    """The containers of the check run with this pid on this host (running or not), as the engine's
+    list has them (one call: no per-container lookup racing with a removal)."""
     selector = [f"{labels.OWNER}=check-{pid}", f"{labels.OWNER_HOST}={host()}"]
-    return list(client.containers.list(all=True, filters={"label": selector}))
+    found = client.api.containers(all=True, filters={"label": selector})
+    return [{"id": c["Id"], "state": c["State"]} for c in found]
 
 
 def _running_container(client: docker.DockerClient, proc: subprocess.Popen[str]) -> str:
@@ -63,9 +65,9 @@ def _running_container(client: docker.DockerClient, proc: subprocess.Popen[str])
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"the run ended early: {proc.communicate()}"
-        found = [c for c in _of(client, proc.pid) if c.status == "running"]
+        found = [c for c in _of(client, proc.pid) if c["state"] == "running"]
         if found:
-            return str(found[0].id)
+            return found[0]["id"]
         time.sleep(0.1)
     raise AssertionError("the run started no container within 60 s")
 
@@ -137,3 +139,20 @@ def test_sigterm_removes_the_containers_at_once_and_a_live_run_keeps_its_own(
     assert _of(docker_engine, live.pid) == [], "SIGTERM leaves no container"
     assert not _exists(docker_engine, kept)
     assert took < 10, f"{took:.1f} s from SIGTERM to exit"
+
+
+def test_sigint_removes_the_containers_at_once(
+    echo_image: str, docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    proc = _start(echo_image, *BUSY, cwd=tmp_path)
+    try:
+        container_id = _running_container(docker_engine, proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, out + err
+    assert "smlocal check: interrupted" in err
+    assert _of(docker_engine, proc.pid) == [] and not _exists(docker_engine, container_id)
