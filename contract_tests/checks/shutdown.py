@@ -81,16 +81,23 @@ def idle(ctx: CheckContext) -> str:
             f"{seen.second_after_ready_s or 0:.1f} s after the first /ping 200 (grace {grace:g} s); an "
             "earlier SIGTERM, right after the first /ping 200, was ignored: see shutdown.early"
         )
-    took = seen.second_took_s or 0.0
-    diagnosis = sigterm.diagnose(seen.before, seen.after_second)
-    ctx.evidence.update(
-        sigterm_outcome=diagnosis.outcome,
-        processes_after=sigterm.tree(seen.after_second),
-        second_signalled_after_ready_s=round(seen.second_after_ready_s or 0, 3),
-    )
+    after = seen.after_second if seen.second_sent else seen.after_first
+    diagnosis = sigterm.diagnose(seen.before, after)
+    ctx.evidence.update(sigterm_outcome=diagnosis.outcome, processes_after=sigterm.tree(after))
+    if seen.second_sent:
+        took = seen.second_took_s or 0.0
+        ctx.evidence["second_signalled_after_ready_s"] = round(seen.second_after_ready_s or 0, 3)
+        signals = "a first SIGTERM, right after the first /ping 200, was ignored too"
+    else:
+        took = seen.first_took_s
+        ctx.evidence["seconds_to_exit"] = round(took, 3)
+        signals = (
+            f"SIGTERM sent {seen.first_after_ready_s * 1000:.0f} ms after the first /ping 200; not sent "
+            "again, the process tree shows why"
+        )
     raise CheckFailed(
         f"the idle container was still running {took:.1f} s after SIGTERM: SageMaker would SIGKILL it "
-        f"after {grace:g} s (a first SIGTERM, right after the first /ping 200, was ignored too). "
+        f"after {grace:g} s ({signals}). "
         f"{diagnosis.seen} Last log lines:\n{seen.log_tail}\nFix: {diagnosis.fix}",
         log_tail=seen.log_tail,
     )

@@ -4,7 +4,8 @@ shutdown.idle and shutdown.early judge one trial on one fresh container (a faili
 grace period twice, not once per check): SIGTERM right after the first /ping 200; if the container is
 still running when the grace period ends, a second SIGTERM (it is idle and long past ready by then).
 The process list is read before the first signal and whenever a grace period ends without an exit;
-diagnose() says from it why the container did not stop.
+diagnose() says from it why the container did not stop. A shell PID 1 that does not forward the signal,
+or a PID 1 that outlives its server, is such whenever the signal comes: then no second SIGTERM is sent.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ NO_HANDLER_YET = "no-handler-yet"
 PID1_LINGERS = "pid1-lingers"
 SHELL_NO_FORWARD = "shell-no-forward"
 IGNORED = "ignored"
+#: Outcomes the process tree explains whenever the signal comes: no second SIGTERM is sent for them.
+STRUCTURAL = frozenset({SHELL_NO_FORWARD, PID1_LINGERS})
 
 IGNORED_FIX = (
     "Handle SIGTERM in the server (e.g. signal.signal(signal.SIGTERM, stop), or the framework's "
@@ -67,7 +70,8 @@ class Trial:
     before: tuple[ProcessInfo, ...]
     #: the processes when the first grace period ended without an exit (empty when it exited)
     after_first: tuple[ProcessInfo, ...]
-    #: the second SIGTERM, sent only when the first did not stop the container
+    #: the second SIGTERM, sent only when the first did not stop the container (and the process tree
+    #: did not show why: see STRUCTURAL)
     second_after_ready_s: float | None = None
     second_exit: int | None = None
     second_took_s: float | None = None
@@ -77,6 +81,10 @@ class Trial:
     @property
     def exited_on_first(self) -> bool:
         return self.first_exit is not None
+
+    @property
+    def second_sent(self) -> bool:
+        return self.second_after_ready_s is not None
 
     @property
     def ignores_always(self) -> bool:
@@ -123,6 +131,8 @@ def _run(ctx: CheckContext) -> Trial:
     if code is not None:
         return Trial(grace, first_after_ready, code, took, before, ())
     after_first = tuple(runtime.processes(container_id))
+    if diagnose(before, after_first).outcome in STRUCTURAL:  # a second SIGTERM would meet the same
+        return Trial(grace, first_after_ready, None, took, before, after_first, log_tail=container.log_tail())
     second_after_ready = time.monotonic() - ready_at
     code2, took2 = container.terminate(grace)
     after_second = tuple(runtime.processes(container_id)) if code2 is None else ()

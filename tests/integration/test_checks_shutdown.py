@@ -84,7 +84,10 @@ class TestIdle:
             "so the server (`python3 -u /opt/program/server.py serve`), its child, never saw it and still runs."
         ) in message
         assert "Fix: Make the server PID 1: `exec` it" in message
+        assert "not sent again, the process tree shows why" in message
+        assert result.duration_s < 2 * GRACE  # one grace period: a second SIGTERM would meet the same shell
         evidence = result.evidence
+        assert "second_signalled_after_ready_s" not in evidence
         assert evidence["sigterm_outcome"] == "shell-no-forward"
         shell, server = evidence["processes_before"]
         assert shell.startswith("PID 1 (host pid ") and shell.endswith("/bin/sh /opt/program/serve serve")
@@ -102,6 +105,8 @@ class TestIdle:
         ) in message
         assert "echo: SIGTERM" in message and "echo: stopped" in message  # the server did stop
         assert "Fix: Let PID 1 end when the server does" in message
+        assert "not sent again, the process tree shows why" in message
+        assert result.duration_s < 2 * GRACE
         evidence = result.evidence
         assert evidence["sigterm_outcome"] == "pid1-lingers"
         assert any(
