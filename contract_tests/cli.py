@@ -300,6 +300,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         err.print(f"smlocal check: {exc}", markup=False, highlight=False)
         return report.EXIT_USAGE
 
+    _sigterm_cleans_up(err)
     target = Target(config)
     try:
         try:
@@ -344,6 +345,23 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         report.write_junit(results, args.junit, checks, properties=properties)
         console.print(f"JUnit report: {args.junit}", highlight=False)
     return report.exit_code(results)
+
+
+def _sigterm_cleans_up(err: Console) -> None:
+    """SIGTERM (a CI timeout, `kill`) ends the run as Ctrl-C does: SystemExit(143) unwinds through
+    run_checks, whose `finally` removes this run's containers at once. From the main thread only."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
+        err.print("smlocal check: SIGTERM: removing this run's containers", markup=False)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def _run_with_progress(checks: Sequence[Check], target: Target, console: Console) -> list[CheckResult]:

@@ -4,8 +4,9 @@ starts them: `docker run IMAGE serve`, Environment, /opt/ml/model read-only, por
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import os
+import logging
 import re
 import secrets
 import tempfile
@@ -21,6 +22,7 @@ from contract_tests.result import CheckSkipped
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
 from emulator.model.resources import ModelDataSource
+from emulator.process_owner import check_labels, remove_orphaned_checks
 from emulator.runtime import labels
 from emulator.runtime.base import (
     ContainerHandle,
@@ -244,6 +246,9 @@ class Target:
         self._shared: RunningContainer | None = None
         self._shared_startup: Startup | None = None
         self._run_id = secrets.token_hex(4)
+        self._swept = False
+        #: names of the containers of ended check runs that the first start() removed
+        self.orphans_removed: list[str] = []
 
     @functools.cached_property
     def image(self) -> ImageConfig:
@@ -293,19 +298,36 @@ class Target:
     ) -> RunningContainer:
         """A new container of the image, as SageMaker starts one; removed by close(). Only the
         model-dir.read-only probe mounts a model dir (its own copy) writable."""
+        if not self._swept:  # containers of runs killed before they could clean up (a CI timeout)
+            self._swept = True
+            try:
+                self.orphans_removed = remove_orphaned_checks(self.runtime)
+            except EngineError as exc:  # never a reason for this run to fail
+                logging.getLogger(__name__).warning("removing ended check runs' containers: %s", exc.message)
         n = len(self._containers)
         spec = ContainerSpec(
             image=self.image.id,
             name=f"smlocal-check-{self._run_id}-{n}",
-            labels={labels.MANAGED: "true", labels.ROLE: "check", labels.OWNER: f"check-{os.getpid()}"},
+            labels={labels.MANAGED: "true", labels.ROLE: "check", **check_labels()},
             environment={**self.config.environment, **(environment or {})},
             model_dir=model_dir or self.model_dir,
             model_dir_writable=model_dir_writable,
             container_port=self.config.container_port,
         )
-        container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
-        self._containers.append(container)
+        try:
+            container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
+            self._containers.append(container)
+        except BaseException:  # Ctrl-C or SIGTERM mid-start: the engine may have created it already
+            if not any(c.handle.name == spec.name for c in self._containers):
+                with contextlib.suppress(Exception):  # the original error is the one to report
+                    self._remove_named(spec)
+            raise
         return container
+
+    def _remove_named(self, spec: ContainerSpec) -> None:
+        for handle in self.runtime.list(spec.labels):
+            if handle.name == spec.name:
+                self.runtime.remove(handle.id)
 
     def startup(self) -> Startup:
         """Start the shared container once and record how it started (start.* checks judge this)."""

@@ -362,7 +362,12 @@ def cmd_down(args: argparse.Namespace) -> int:
         Path(args.state_dir or DEFAULT_STATE_DIR), _endpoint_url(args), args.grace, every_container=args.all
     )
     scope = "smlocal container(s) on this engine" if args.all else "container(s) of that state dir"
-    print(f"smlocal down: {result.server}; stopped {result.containers} {scope}", file=sys.stderr)
+    checks = f"; removed {result.check_containers} container(s) of ended `smlocal check` runs"
+    print(
+        f"smlocal down: {result.server}; stopped {result.containers} {scope}"
+        f"{checks if result.check_containers else ''}",
+        file=sys.stderr,
+    )
     return 0
 
 

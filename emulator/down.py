@@ -3,7 +3,9 @@
 The server is found by STATE_DIR/server.json (emulator.server_record), else at the URL the command was
 given; either way it is stopped only when its health route names the state dir's owner id, so a
 server of another state dir that happens to answer there keeps running. Containers are removed by
-their `smlocal.owner` label; `--all` widens that to every smlocal container on the engine.
+their `smlocal.owner` label; `--all` widens that to every smlocal container on the engine. Either way
+the containers of `smlocal check` runs that ended without removing them (killed by a CI timeout) go
+too; a live check run's are left alone (emulator/process_owner.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emulator.admin_client import ServerUnreachable, admin_request
+from emulator.process_owner import remove_orphaned_checks
 from emulator.runtime.labels import MANAGED_SELECTOR, OWNER, owner_id
 from emulator.server_record import read_record
 
@@ -25,6 +28,8 @@ SERVER_EXIT_MARGIN_S = 15.0
 class DownResult:
     server: str  # what happened to the server, one phrase
     containers: int
+    #: containers of ended `smlocal check` runs that were removed
+    check_containers: int = 0
 
 
 def _owner_at(url: str) -> str | None:
@@ -104,4 +109,5 @@ def down(
     for handle in handles:
         runtime.stop(handle.id, grace_s)
         runtime.remove(handle.id)
-    return DownResult(server, len(handles))
+    orphans = remove_orphaned_checks(runtime)
+    return DownResult(server, len(handles), len(orphans))

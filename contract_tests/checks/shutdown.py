@@ -1,6 +1,8 @@
 """shutdown checks: SIGTERM stops the container within the grace period (hosting contract §3.1).
 
-Each check starts its own container (it is stopped by the check), so that the shared one is undisturbed.
+Each check starts its own container (it is stopped by the check), so that the shared one is undisturbed;
+shutdown.idle and shutdown.early judge one trial on one container (checks/sigterm.py), and
+shutdown.in-flight does not wait out the grace period again for a container that trial saw ignore SIGTERM.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import socket
 import time
 from urllib.parse import urlsplit
 
+from contract_tests.checks import sigterm
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
@@ -44,20 +47,108 @@ def _start_healthy(ctx: CheckContext) -> RunningContainer:
     "To stop a container SageMaker sends SIGTERM, then SIGKILL 30 seconds later; the server must "
     "exit on SIGTERM before that (hosting contract §3.1).",
     SHUTDOWN_FIX,
+    before=(
+        "#!/bin/sh\n# serve, the ENTRYPOINT script: PID 1 stays this shell, the server never sees SIGTERM\n"
+        'python3 /opt/program/server.py "$@" &\ntail -f /dev/null'
+    ),
+    after=(
+        "#!/bin/sh\n# the server replaces the shell: it is PID 1 and gets SIGTERM\n"
+        'exec python3 /opt/program/server.py "$@"'
+    ),
 )
 def idle(ctx: CheckContext) -> str:
     grace = ctx.config.limits.stop_grace_s
-    container = _start_healthy(ctx)
-    code, took = container.terminate(grace)
-    ctx.evidence.update(exit_code=code, seconds_to_exit=round(took, 3))
-    if code is None:
-        tail = container.log_tail()
-        raise CheckFailed(
-            f"the idle container was still running {took:.1f} s after SIGTERM: SageMaker would SIGKILL it "
-            f"after {grace:g} s. Last log lines:\n{tail}\nFix: {SHUTDOWN_FIX}",
-            log_tail=tail,
+    seen = sigterm.trial(ctx)
+    ctx.evidence.update(
+        exit_code=seen.first_exit if seen.exited_on_first else seen.second_exit,
+        seconds_to_exit=round(seen.first_took_s if seen.exited_on_first else seen.second_took_s or 0, 3),
+        signalled_after_ready_s=round(seen.first_after_ready_s, 3),
+        processes_before=sigterm.tree(seen.before),
+    )
+    if seen.exited_on_first:
+        ctx.evidence["sigterm_outcome"] = sigterm.EXITED
+        return (
+            f"exited {seen.first_took_s:.2f} s after SIGTERM with code {seen.first_exit} (sent "
+            f"{seen.first_after_ready_s * 1000:.0f} ms after the first /ping 200; grace {grace:g} s)"
         )
-    return f"exited {took:.2f} s after SIGTERM with code {code} (grace {grace:g} s)"
+    if not seen.ignores_always:
+        ctx.evidence.update(
+            sigterm_outcome=sigterm.NO_HANDLER_YET,
+            second_signalled_after_ready_s=round(seen.second_after_ready_s or 0, 3),
+        )
+        return (
+            f"exited {seen.second_took_s or 0:.2f} s after SIGTERM with code {seen.second_exit}, sent "
+            f"{seen.second_after_ready_s or 0:.1f} s after the first /ping 200 (grace {grace:g} s); an "
+            "earlier SIGTERM, right after the first /ping 200, was ignored: see shutdown.early"
+        )
+    after = seen.after_second if seen.second_sent else seen.after_first
+    diagnosis = sigterm.diagnose(seen.before, after)
+    ctx.evidence.update(sigterm_outcome=diagnosis.outcome, processes_after=sigterm.tree(after))
+    if seen.second_sent:
+        took = seen.second_took_s or 0.0
+        ctx.evidence["second_signalled_after_ready_s"] = round(seen.second_after_ready_s or 0, 3)
+        signals = "a first SIGTERM, right after the first /ping 200, was ignored too"
+    else:
+        took = seen.first_took_s
+        ctx.evidence["seconds_to_exit"] = round(took, 3)
+        signals = (
+            f"SIGTERM sent {seen.first_after_ready_s * 1000:.0f} ms after the first /ping 200; not sent "
+            "again, the process tree shows why"
+        )
+    raise CheckFailed(
+        f"the idle container was still running {took:.1f} s after SIGTERM: SageMaker would SIGKILL it "
+        f"after {grace:g} s ({signals}). "
+        f"{diagnosis.seen} Last log lines:\n{seen.log_tail}\nFix: {diagnosis.fix}",
+        log_tail=seen.log_tail,
+    )
+
+
+@check(
+    "shutdown.early",
+    "a SIGTERM right after the container turns healthy stops it",
+    "SageMaker may stop a container as soon as it is healthy (a failed deployment, an update, a "
+    "scale-in), with SIGTERM, then SIGKILL 30 seconds later; the server must handle SIGTERM from its "
+    "first /ping 200 on (hosting contract §3.1).",
+    sigterm.EARLY_FIX,
+    before=(
+        "start_http_server()          # /ping answers 200 from here\n"
+        "model = load_model()         # a SIGTERM meanwhile is dropped: PID 1 has no handler yet\n"
+        "signal.signal(signal.SIGTERM, stop)"
+    ),
+    after=("signal.signal(signal.SIGTERM, stop)  # first thing\nmodel = load_model()\nstart_http_server()"),
+)
+def early(ctx: CheckContext) -> str:
+    grace = ctx.config.limits.stop_grace_s
+    seen = sigterm.trial(ctx)
+    after_ready = seen.first_after_ready_s
+    if seen.exited_on_first:
+        return (
+            f"exited {seen.first_took_s:.2f} s after a SIGTERM sent {after_ready * 1000:.0f} ms after the "
+            f"first /ping 200, with code {seen.first_exit}"
+        )
+    if seen.ignores_always:
+        raise CheckSkipped(
+            "not judged on its own: the container ignores SIGTERM whenever it comes (see shutdown.idle)"
+        )
+    second = seen.second_after_ready_s or 0.0
+    ctx.evidence.update(
+        sigterm_outcome=sigterm.NO_HANDLER_YET,
+        signalled_after_ready_s=round(after_ready, 3),
+        second_signalled_after_ready_s=round(second, 3),
+        exit_code=seen.second_exit,
+        seconds_to_exit_after_second=round(seen.second_took_s or 0, 3),
+        processes_before=sigterm.tree(seen.before),
+        processes_after=sigterm.tree(seen.after_first),
+    )
+    raise CheckFailed(
+        f"a SIGTERM sent {after_ready * 1000:.0f} ms after the first /ping 200 was ignored: the container "
+        f"still ran {seen.first_took_s:.1f} s later (SageMaker would SIGKILL it after {grace:g} s); a "
+        f"second SIGTERM, {second:.1f} s after the first /ping 200, stopped it in "
+        f"{seen.second_took_s or 0:.2f} s (code {seen.second_exit}). PID 1 has no SIGTERM handler yet "
+        "when it reports healthy (the kernel drops a signal that PID 1 does not handle). Last log "
+        f"lines:\n{seen.log_tail}\nFix: {sigterm.EARLY_FIX}",
+        log_tail=seen.log_tail,
+    )
 
 
 @check(
@@ -66,6 +157,12 @@ def idle(ctx: CheckContext) -> str:
     "After SIGTERM SageMaker allows 30 seconds before SIGKILL; a request in flight that can finish in "
     "that time must get its answer, and the container must exit within it (hosting contract §3.1).",
     IN_FLIGHT_FIX,
+    before="signal.signal(signal.SIGTERM, lambda *_: os._exit(0))  # drops the requests in flight",
+    after=(
+        "# stop accepting, finish the requests in flight, then exit\n"
+        "signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())\n"
+        "# gunicorn: --graceful-timeout 25; uvicorn: graceful by default"
+    ),
 )
 def in_flight(ctx: CheckContext) -> str:
     config = ctx.config
@@ -106,7 +203,11 @@ def in_flight(ctx: CheckContext) -> str:
             ctx.evidence["server_sent_or_closed_after_s"] = round(time.monotonic() - signalled, 3)
         answer, seen = _finish_request(sock, rest, signalled + grace, grace)
         answered_s = time.monotonic() - signalled
-    code = runtime.wait_exit(container_id, max(0.0, signalled + grace - time.monotonic()))
+    known = sigterm.known_trial(ctx.target)
+    ignores = known is not None and known.ignores_always
+    # A container the SIGTERM trial saw ignore SIGTERM is not waited for again (its grace is known).
+    left = 0.0 if ignores else max(0.0, signalled + grace - time.monotonic())
+    code = runtime.wait_exit(container_id, left)
     took = time.monotonic() - signalled
     ctx.evidence.update(
         response=seen,
@@ -114,11 +215,18 @@ def in_flight(ctx: CheckContext) -> str:
         seconds_to_answer=round(answered_s, 3) if answer else None,
         seconds_to_exit=round(took, 3) if code is not None else None,
     )
-    exit_text = (
-        f"the container exited {took:.2f} s after SIGTERM with code {code}"
-        if code is not None
-        else f"the container was still running {took:.1f} s after SIGTERM (SageMaker would SIGKILL it)"
-    )
+    if code is not None:
+        exit_text = f"the container exited {took:.2f} s after SIGTERM with code {code}"
+    elif ignores:
+        ctx.evidence["exit_not_awaited"] = "shutdown.idle"
+        exit_text = (
+            f"the container does not exit on SIGTERM (shutdown.idle saw it still running {grace:g} s after "
+            "SIGTERM; not waited for again)"
+        )
+    else:
+        exit_text = f"the container was still running {took:.1f} s after SIGTERM (SageMaker would SIGKILL it)"
+        if known is not None and not known.exited_on_first:  # it stops on a later SIGTERM only
+            exit_text += "; a SIGTERM this soon after the first /ping 200 is ignored: see shutdown.early"
     if answer is None:
         tail = container.log_tail()
         raise CheckFailed(

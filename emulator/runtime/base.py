@@ -7,6 +7,7 @@ All calls are blocking: async callers use asyncio.to_thread.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +95,24 @@ class ImageConfig:
     working_dir: str = ""
 
 
+@dataclass(frozen=True)
+class ProcessInfo:
+    """One process of a running container, as the host's `ps` sees it (`docker top`)."""
+
+    #: the host's pid (the engine reports those; the container's PID 1 is the one with `main` set)
+    pid: int
+    ppid: int
+    #: ps's STAT column: "Z..." is a zombie (exited, not reaped yet)
+    stat: str
+    args: str
+    #: True for the container's PID 1
+    main: bool = False
+
+    @property
+    def exited(self) -> bool:
+        return self.stat.startswith("Z")
+
+
 class ContainerRuntime(Protocol):
     def ping(self) -> None:
         """Raise EngineUnavailable unless the engine answers."""
@@ -129,6 +148,9 @@ class ContainerRuntime(Protocol):
 
     def main_process(self, container_id: str) -> str:
         """The command line of the container's PID 1 (empty when it is not running)."""
+
+    def processes(self, container_id: str) -> builtins.list[ProcessInfo]:
+        """The container's processes, PID 1 first ([] when it is not running)."""
 
     def signal(self, container_id: str, signal: str) -> None:
         """Send a signal (e.g. "SIGTERM") to PID 1; no error if the container is not running."""

@@ -5,6 +5,7 @@ Docker's exceptions are translated here, once, into emulator.errors.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import tarfile
 import threading
@@ -24,6 +25,7 @@ from emulator.runtime.base import (
     ContainerState,
     ContainerStats,
     ImageConfig,
+    ProcessInfo,
     ResolvedImage,
 )
 from emulator.runtime.docker_isolation import DockerIsolation, force_remove
@@ -391,6 +393,27 @@ class DockerRuntime:
             if str(fields.get("PID")) == str(pid):
                 return str(fields.get("COMMAND") or fields.get("CMD") or "")
         return ""
+
+    def processes(self, container_id: str) -> builtins.list[ProcessInfo]:
+        container = self._get(container_id)
+        if container is None:
+            return []
+        main = (container.attrs.get("State") or {}).get("Pid") or 0
+        try:
+            top = container.top(ps_args="-o pid,ppid,stat,args")
+        except docker.errors.APIError:  # not running (any more)
+            return []
+        titles = top.get("Titles") or []
+        found = []
+        for row in top.get("Processes") or []:
+            fields = dict(zip(titles, row, strict=False))
+            try:
+                pid, ppid = int(fields.get("PID", "")), int(fields.get("PPID", ""))
+            except ValueError:
+                continue
+            args = str(fields.get("COMMAND") or fields.get("CMD") or "")
+            found.append(ProcessInfo(pid, ppid, str(fields.get("STAT", "")), args, main=pid == main))
+        return sorted(found, key=lambda p: (not p.main, p.pid))
 
     def signal(self, container_id: str, signal: str) -> None:
         container = self._get(container_id)

@@ -8,6 +8,10 @@ from pathlib import Path
 MANAGED = "smlocal.managed"
 OWNER = "smlocal.owner"  # digest of the state dir of the server that owns it
 ROLE = "smlocal.role"  # "endpoint" | "check" | "bench"
+#: A check container's owner (OWNER is `check-<pid>`): the host and the process's start time, so that
+#: a container of an ended run is told apart from a live run's (emulator/process_owner.py).
+OWNER_HOST = "smlocal.owner-host"
+OWNER_STARTED = "smlocal.owner-started"
 ENDPOINT = "smlocal.endpoint"
 VARIANT = "smlocal.variant"
 INSTANCE = "smlocal.instance"
