@@ -190,6 +190,13 @@ def errors_note(answers: Iterable[Answer]) -> str:
     return f" (every answer was an error: {what}; see invocations.serves)"
 
 
+def noted(message: str, answers: Iterable[Answer]) -> str:
+    """`message` led by errors_note's note when every answer was an error: the report shows a passed
+    check's first words only, and a pass judged on error answers must say so there."""
+    note = errors_note(answers).strip()
+    return f"{note} {message}" if note else message
+
+
 @dataclass(frozen=True)
 class FirstCall:
     """One of the first invocations, sent right after /ping first answered 200."""
@@ -412,7 +419,7 @@ def timely(ctx: CheckContext) -> str:
         answer = steady(ctx, client)
     ctx.evidence.update(status=answer.status, elapsed_s=round(answer.elapsed_s, 3), limit_s=limit)
     if answer.answered and answer.elapsed_s <= limit:
-        return f"POST /invocations answered {answer.describe()} (limit {limit:g} s){errors_note([answer])}"
+        return noted(f"POST /invocations answered {answer.describe()} (limit {limit:g} s)", [answer])
     seen = (
         f"was answered HTTP {answer.status} only after {answer.elapsed_s:.2f} s"
         if answer.answered
@@ -460,16 +467,17 @@ def ready_when_healthy(ctx: CheckContext) -> str:
             f"the first invocation after /ping's 200 got {first.error}; see invocations.warm-first-call"
         )
     if not first.server_error:
-        return (
+        return noted(
             f"the first POST /invocations, {calls[0].sent_s * 1000:.0f} ms after /ping first answered 200, "
-            f"was answered {first.describe()}{errors_note([first])}"
+            f"was answered {first.describe()}",
+            [first],
         )
     recovered = next((c for c in calls if not c.answer.server_error and not c.answer.timed_out), None)
     if recovered is None:
-        return (
+        return noted(
             f"the first POST /invocations after /ping's first 200 got {first.describe()}, and so did every "
-            f"call for {calls[-1].sent_s:.1f} s ({len(calls)} calls): no sign of a model still loading"
-            f"{errors_note(c.answer for c in calls)}"
+            f"call for {calls[-1].sent_s:.1f} s ({len(calls)} calls): no sign of a model still loading",
+            (c.answer for c in calls),
         )
     failing = calls[: calls.index(recovered)]
     body = f" ({first.excerpt()!r})" if first.body else ""
@@ -533,7 +541,7 @@ def warm_first_call(ctx: CheckContext) -> str:
             f"{shown}: the model is loaded or warmed on the first request; with a real model that first call "
             f"can exceed SageMaker's {limit:g} s limit. {WARM_FIX}"
         )
-    return f"{shown}{errors_note([first, *later])}"
+    return noted(shown, [first, *later])
 
 
 def _s(seconds: float) -> str:
@@ -662,8 +670,7 @@ def extra_headers(ctx: CheckContext) -> str:
         with_extra = invoke(ctx, client, headers=extra)
         ctx.evidence.update(headers=extra, status_without=plain.status, status_with=with_extra.status)
         if with_extra.status == plain.status:
-            note = errors_note([plain, with_extra])
-            return f"HTTP {plain.status} both without and with {', '.join(extra)}{note}"
+            return noted(f"HTTP {plain.status} both without and with {', '.join(extra)}", [plain, with_extra])
         # Name the culprits: each header alone.
         alone = {name: invoke(ctx, client, headers={name: value}) for name, value in extra.items()}
     ctx.evidence["alone"] = {name: a.status for name, a in alone.items()}
@@ -729,8 +736,8 @@ def large_body(ctx: CheckContext) -> str:
             f"{what} was answered HTTP {big.status}, the usual payload HTTP {plain.status}: if that is a "
             "size limit, raise it"
         )
-    return f"{what} was answered {big.describe()} (the usual payload: HTTP {plain.status})" + errors_note(
-        [plain, big]
+    return noted(
+        f"{what} was answered {big.describe()} (the usual payload: HTTP {plain.status})", [plain, big]
     )
 
 
@@ -757,8 +764,7 @@ def response_size(ctx: CheckContext) -> str:
     declared = answer.headers.get("content-length")
     ctx.evidence.update(status=answer.status, response_bytes=answer.size, content_length=declared)
     if answer.size <= cap:
-        note = errors_note([answer])
-        return f"HTTP {answer.status} with a {answer.size:,}-byte body (cap {cap:,} bytes){note}"
+        return noted(f"HTTP {answer.status} with a {answer.size:,}-byte body (cap {cap:,} bytes)", [answer])
     size = f"at least {answer.size:,}" if answer.truncated else f"{answer.size:,}"
     raise CheckFailed(
         f"POST /invocations with the configured payload was answered HTTP {answer.status} with a body of "
