@@ -13,7 +13,7 @@ import socket
 import time
 from urllib.parse import urlsplit
 
-from contract_tests.checks import sigterm
+from contract_tests.checks import invocations, sigterm
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
@@ -28,6 +28,26 @@ IN_FLIGHT_FIX = (
 )
 #: How long the check keeps its request in flight after SIGTERM (at most a quarter of the grace period).
 IN_FLIGHT_HOLD_S = 0.5
+#: shutdown.in-flight is not judged when its request would be answered later than this share of the
+#: grace period after SIGTERM (the hold plus one invocation's time): a slow answer is no dropped one.
+IN_FLIGHT_SHARE = 0.9
+
+
+def _call_s(ctx: CheckContext, container: RunningContainer) -> float:
+    """One invocation's time: the first calls' steady time (invocations.call_s), or, when the shared
+    container was not started in this run, one configured request timed on `container`; CheckSkipped
+    when it gets no answer in time."""
+    took = invocations.call_s(ctx.target)
+    if took is not None:
+        return took
+    with container.client() as client:
+        answer = invocations.invoke(ctx, client)
+    if not answer.answered:
+        raise CheckSkipped(
+            f"POST /invocations with the configured payload got {answer.describe()}: no request can be "
+            "answered in flight; see invocations.timely"
+        )
+    return answer.elapsed_s
 
 
 def _start_healthy(ctx: CheckContext) -> RunningContainer:
@@ -171,6 +191,14 @@ def in_flight(ctx: CheckContext) -> str:
     if not body:
         raise CheckSkipped("the payload is empty: a request needs a body to be held in flight")
     container = _start_healthy(ctx)
+    hold = min(IN_FLIGHT_HOLD_S, grace / 4)
+    took = _call_s(ctx, container)
+    if took + hold > IN_FLIGHT_SHARE * grace:
+        raise CheckSkipped(
+            f"one invocation takes {took:.1f} s: a request in flight at SIGTERM (held {hold:g} s after it) "
+            f"would be answered about {took + hold:.1f} s after SIGTERM, too close to (or past) the "
+            f"{grace:g} s grace period to tell a dropped request from a slow one; not judged"
+        )
     url = urlsplit(container.base_url)
     host, port = url.hostname or "127.0.0.1", url.port or 80
     head = (
@@ -197,7 +225,6 @@ def in_flight(ctx: CheckContext) -> str:
         # The request stays in flight for `hold` seconds after SIGTERM (a request with that much work
         # left, far inside the grace period) before the rest of its body is sent; a server that drops
         # it closes the connection meanwhile, which ends the wait early.
-        hold = min(IN_FLIGHT_HOLD_S, grace / 4)
         readable, _, _ = select.select([sock], [], [], hold)
         if readable:
             ctx.evidence["server_sent_or_closed_after_s"] = round(time.monotonic() - signalled, 3)
