@@ -343,7 +343,7 @@ def variants_skip(ctx: CheckContext, check_id: str, requests: int) -> CheckSkipp
     return CheckSkipped(
         f"one invocation takes {took:.1f} s (slow: {slow_s(ctx.config.limits):g} s or more): {n} of this "
         f"check would add about {requests * took:.0f} s; run it alone with --check {check_id} to run it "
-        "anyway"
+        "anyway" + errors_note(a for a in [_run_of(ctx.target).baseline] if a is not None)
     )
 
 
@@ -709,8 +709,8 @@ def _content_type_of_baseline(
     got = plain.headers.get("content-type")
     seen = f"HTTP {plain.status} " + (f"with Content-Type {got!r}" if got else "without a Content-Type")
     raise CheckSkipped(
-        f"{skipped.message} (judged on the configured request's answer alone, {seen}; the Accept "
-        "variant was not sent)"
+        f"{skipped.message.removesuffix(errors_note([plain]))} (judged on the configured request's answer "
+        f"alone, {seen}; the Accept variant was not sent){errors_note([plain])}"
     )
 
 

@@ -187,3 +187,20 @@ def test_cli_runs_a_check_named_by_id_on_a_slow_model(echo_image: str, tmp_path:
     assert unsupported["duration_s"] >= 2 * SLEEP_S  # its two requests were sent
     large = results["invocations.large-body"]
     assert large["outcome"] == "skipped" and skip_reason("invocations.large-body", 1).match(large["message"])
+
+
+def test_slow_model_that_answers_only_errors_says_so_in_the_skips(echo_image: str, tmp_path: Path) -> None:
+    env = {**SLOW_ENV, "INVOKE_STATUS": "500", "INVOKE_STATUS_BODY": "no model_fn"}
+    target = Target(CheckConfig(image=echo_image, limits=LIMITS, environment=env, cache_dir=tmp_path))
+    ids = ["invocations.content-type", "invocations.large-body"]
+    results = run_checks(select(ids), target)
+    assert [r.id for r in results] == ids
+    note = "(every answer was an error: HTTP 500 'no model_fn'; see invocations.serves)"
+    content_type, large = results
+    assert content_type.outcome is Outcome.SKIPPED and large.outcome is Outcome.SKIPPED
+    assert skip_reason("invocations.large-body", 1).match(large.message), large.message
+    assert large.message.endswith(f"to run it anyway {note}"), large.message
+    assert content_type.message.endswith(
+        "(judged on the configured request's answer alone, HTTP 500 with Content-Type 'text/plain'; the "
+        f"Accept variant was not sent) {note}"
+    ), content_type.message
