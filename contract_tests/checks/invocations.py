@@ -14,7 +14,11 @@ Observations shared per run (keyed by the Target, like startup.py's):
     does to the first requests (invocations.ready-when-healthy, invocations.warm-first-call);
   - the baseline: the configured request's steady-state answer, sent once (the last first call).
     `baseline(ctx, client)` returns it and raises CheckSkipped when it got no answer: once the model has
-    timed out on it, no other check waits out the limit again for the same request.
+    timed out on it, no other check waits out the limit again for the same request;
+  - a slow model: when one steady call (call_s) takes slow_s or more (a twelfth of the limit, 1 to 5 s),
+    the checks that send variants of the configured request are skipped with the reason unless named by
+    id (needs_variants, CheckConfig.named_checks), so that a slow model costs its first calls, not one
+    call per variant of every check.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Each check starts its own container (it is stopped by the check), so that the shared one is undisturbed;
 shutdown.idle and shutdown.early judge one trial on one container (checks/sigterm.py), and
-shutdown.in-flight does not wait out the grace period again for a container that trial saw ignore SIGTERM.
+shutdown.in-flight does not wait out the grace period again for a container that trial saw ignore SIGTERM,
+and does not judge a request that one invocation's time keeps from ending inside the grace period.
 """
 
 from __future__ import annotations
