@@ -34,13 +34,21 @@ IN_FLIGHT_HOLD_S = 0.5
 IN_FLIGHT_SHARE = 0.9
 
 
-def _call_s(ctx: CheckContext, container: RunningContainer) -> float:
-    """One invocation's time: the first calls' steady time (invocations.call_s), or, when the shared
-    container was not started in this run, one configured request timed on `container`; CheckSkipped
-    when it gets no answer in time."""
+def _known_call_s(ctx: CheckContext) -> float | None:
+    """One invocation's time as the first calls saw it (invocations.call_s); None when they did not run
+    in this run; CheckSkipped when they got no answer in time (not waited out again)."""
     took = invocations.call_s(ctx.target)
-    if took is not None:
-        return took
+    if took is None and invocations.timed_out(ctx):
+        raise CheckSkipped(
+            "POST /invocations with the configured payload gets no answer within "
+            f"{ctx.config.limits.invocation_timeout_s:g} s (seen by the first calls, not sent again): no "
+            "request can be answered in flight; see invocations.timely"
+        )
+    return took
+
+
+def _timed_call_s(ctx: CheckContext, container: RunningContainer) -> float:
+    """One configured request timed on `container`; CheckSkipped when it gets no answer in time."""
     with container.client() as client:
         answer = invocations.invoke(ctx, client)
     if not answer.answered:
@@ -49,6 +57,18 @@ def _call_s(ctx: CheckContext, container: RunningContainer) -> float:
             "answered in flight; see invocations.timely"
         )
     return answer.elapsed_s
+
+
+def _judgeable(ctx: CheckContext, took: float, hold: float) -> None:
+    """CheckSkipped when a request taking `took` s, held `hold` s after SIGTERM, cannot end well inside
+    the grace period: its missing answer would not tell a dropped request from a slow one."""
+    grace = ctx.config.limits.stop_grace_s
+    if took + hold > IN_FLIGHT_SHARE * grace:
+        raise CheckSkipped(
+            f"one invocation takes {took:.1f} s: a request in flight at SIGTERM (held {hold:g} s after it) "
+            f"would be answered about {took + hold:.1f} s after SIGTERM, too close to (or past) the "
+            f"{grace:g} s grace period to tell a dropped request from a slow one; not judged"
+        )
 
 
 def _start_healthy(ctx: CheckContext) -> RunningContainer:
@@ -191,15 +211,13 @@ def in_flight(ctx: CheckContext) -> str:
     body = config.payload
     if not body:
         raise CheckSkipped("the payload is empty: a request needs a body to be held in flight")
-    container = _start_healthy(ctx)
     hold = min(IN_FLIGHT_HOLD_S, grace / 4)
-    took = _call_s(ctx, container)
-    if took + hold > IN_FLIGHT_SHARE * grace:
-        raise CheckSkipped(
-            f"one invocation takes {took:.1f} s: a request in flight at SIGTERM (held {hold:g} s after it) "
-            f"would be answered about {took + hold:.1f} s after SIGTERM, too close to (or past) the "
-            f"{grace:g} s grace period to tell a dropped request from a slow one; not judged"
-        )
+    took = _known_call_s(ctx)
+    if took is not None:
+        _judgeable(ctx, took, hold)  # before a container is started for nothing
+    container = _start_healthy(ctx)
+    if took is None:  # run without the shared container: time one request on this one
+        _judgeable(ctx, _timed_call_s(ctx, container), hold)
     url = urlsplit(container.base_url)
     host, port = url.hostname or "127.0.0.1", url.port or 80
     head = (

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +206,21 @@ def test_slow_model_that_answers_only_errors_says_so_in_the_skips(echo_image: st
         "(judged on the configured request's answer alone, HTTP 500 with Content-Type 'text/plain'; the "
         f"Accept variant was not sent) {note}"
     ), content_type.message
+
+
+def test_in_flight_is_not_judged_when_the_first_calls_timed_out(
+    twin_image: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Every call times out (5 s against 2 s): no container is started to wait that out again."""
+    checks = select(["invocations.timely", "shutdown.in-flight"])
+    target = Target(
+        CheckConfig(image=twin_image("invocations.timely"), limits=FAST_LIMITS, cache_dir=tmp_path)
+    )
+    timely, in_flight = run_checks(checks, target)
+    assert timely.outcome is Outcome.FAILED, timely.message
+    assert in_flight.outcome is Outcome.SKIPPED, in_flight.message
+    assert in_flight.message == (
+        "POST /invocations with the configured payload gets no answer within 2 s (seen by the first calls, "
+        "not sent again): no request can be answered in flight; see invocations.timely"
+    )
+    assert in_flight.duration_s < FAST_LIMITS.invocation_timeout_s / 2
