@@ -270,15 +270,27 @@ def selected(ids: Sequence[str]) -> list[Check]:
     """The checks named by ids or groups (comma-separated lists allowed); UsageError on an unknown one."""
     from contract_tests.registry import select
 
-    wanted = [part.strip() for item in ids for part in item.split(",") if part.strip()]
     try:
-        return select(wanted or None)
+        return select(_parts(ids) or None)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from exc
 
 
+def _parts(ids: Sequence[str]) -> list[str]:
+    return [part.strip() for item in ids for part in item.split(",") if part.strip()]
+
+
+def named(ids: Sequence[str], checks: Sequence[Check]) -> frozenset[str]:
+    """The ids of `checks` named exactly in `ids` (a group name does not count): CheckConfig.named_checks,
+    the checks that run in full even on a slow model."""
+    wanted = set(_parts(ids))
+    return frozenset(c.id for c in checks if c.id in wanted)
+
+
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
     """Run `smlocal check` as parsed into `args`; returns the exit status."""
+    import dataclasses
+
     from rich.console import Console
     from rich.markup import escape
 
@@ -296,6 +308,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     try:
         config = check_config(args)
         checks = selected(args.checks)
+        config = dataclasses.replace(config, named_checks=named(args.checks, checks))
     except UsageError as exc:
         err.print(f"smlocal check: {exc}", markup=False, highlight=False)
         return report.EXIT_USAGE

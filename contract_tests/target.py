@@ -90,6 +90,9 @@ class CheckConfig:
     image_size_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
     #: `--profile`: "realtime" (default) or "serverless" (then the image size limit is a failure).
     profile: str = "realtime"
+    #: Check ids the user named exactly (`--check ID`; a group or the plugin's -k does not count): these
+    #: run in full even on a slow model (see invocations.needs_variants).
+    named_checks: frozenset[str] = frozenset()
 
     @property
     def payloads(self) -> tuple[Payload, ...]:

@@ -14,7 +14,11 @@ Observations shared per run (keyed by the Target, like startup.py's):
     does to the first requests (invocations.ready-when-healthy, invocations.warm-first-call);
   - the baseline: the configured request's steady-state answer, sent once (the last first call).
     `baseline(ctx, client)` returns it and raises CheckSkipped when it got no answer: once the model has
-    timed out on it, no other check waits out the limit again for the same request.
+    timed out on it, no other check waits out the limit again for the same request;
+  - a slow model: when one steady call (call_s) takes slow_s or more (a twelfth of the limit, 1 to 5 s),
+    the checks that send variants of the configured request are skipped with the reason unless named by
+    id (needs_variants, CheckConfig.named_checks), so that a slow model costs its first calls, not one
+    call per variant of every check.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import uuid
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import httpx
 
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import AFTER_HEALTHY, CheckContext, Payload, RunningContainer, Target
+from emulator.config import ContractLimits
 
 #: Response bodies are read up to this many times the cap, then the size is reported as "at least".
 RESPONSE_READ_FACTOR = 4
@@ -48,6 +54,14 @@ STEADY_CALLS = 2
 WARM_FACTOR = 5.0
 #: ... and slower than this.
 WARM_MIN_S = 1.0
+#: A model is slow when one steady call of the configured request takes this share of the invocation
+#: limit (5 s at SageMaker's 60 s), bounded to SLOW_MIN_S..SLOW_MAX_S: then the checks that need requests
+#: of their own (variants of the configured one) are skipped unless named (see needs_variants). The ~12
+#: such requests of one run add at most about a minute below it; a model answering in under a second is
+#: never slow (a loaded machine must not make a good image skip checks).
+SLOW_SHARE = 1 / 12
+SLOW_MIN_S = 1.0
+SLOW_MAX_S = 5.0
 
 
 # ---------------------------------------------------------------------------------------- helpers
@@ -298,6 +312,51 @@ def timed_out(ctx: CheckContext) -> bool:
     """True when the configured request has already been seen to get no answer in time (steady state)."""
     run = _run_of(ctx.target)
     return run.baseline is not None and run.baseline.timed_out
+
+
+def call_s(target: Target) -> float | None:
+    """The configured request's steady per-call time: the median of the first calls after the first one
+    that were answered (the first may be a lazy load), else the baseline's; None when not seen yet."""
+    run = _run_of(target)
+    later = [c.answer for c in (run.first_calls or [])[1:] if c.answer.answered]
+    if later:
+        return statistics.median(a.elapsed_s for a in later[-STEADY_CALLS:])
+    if run.baseline is not None and run.baseline.answered:
+        return run.baseline.elapsed_s
+    return None
+
+
+def slow_s(limits: ContractLimits) -> float:
+    """The per-call time from which the model counts as slow (SLOW_SHARE of the invocation limit)."""
+    return min(SLOW_MAX_S, max(SLOW_MIN_S, limits.invocation_timeout_s * SLOW_SHARE))
+
+
+def slow(ctx: CheckContext) -> float | None:
+    """The steady per-call time when the model is slow (see slow_s), else None."""
+    took = call_s(ctx.target)
+    return took if took is not None and took >= slow_s(ctx.config.limits) else None
+
+
+def variants_skip(ctx: CheckContext, check_id: str, requests: int) -> CheckSkipped | None:
+    """Why a check that sends `requests` requests of its own (variants of the configured one) is not run:
+    the model is slow and the user did not name the check (`--check ID`); None: run it."""
+    took = slow(ctx)
+    if took is None or check_id in ctx.config.named_checks:
+        return None
+    n = f"the {requests} requests" if requests > 1 else "the request"
+    return CheckSkipped(
+        f"one invocation takes {took:.1f} s (slow: {slow_s(ctx.config.limits):g} s or more): {n} of this "
+        f"check would add about {requests * took:.0f} s; run it alone with --check {check_id} to run it "
+        "anyway" + errors_note(a for a in [_run_of(ctx.target).baseline] if a is not None)
+    )
+
+
+def needs_variants(ctx: CheckContext, check_id: str, requests: int) -> None:
+    """Raise variants_skip's CheckSkipped, if any: a slow model does not cost a full call per variant of
+    every check."""
+    skip = variants_skip(ctx, check_id, requests)
+    if skip is not None:
+        raise skip
 
 
 def baseline(ctx: CheckContext, client: httpx.Client) -> Answer:
@@ -575,6 +634,9 @@ def content_type(ctx: CheckContext) -> str:
     ct = ctx.config.content_type
     with container.client() as client:
         plain = baseline(ctx, client)
+        skip = variants_skip(ctx, "invocations.content-type", 1)
+        if skip is not None:
+            _content_type_of_baseline(ctx, container, plain, skip)
         with_accept = invoke(ctx, client, headers={"Accept": ct})
     answers = {f"Content-Type: {ct}": plain, f"Content-Type and Accept: {ct}": with_accept}
     ctx.evidence["answers"] = {
@@ -628,6 +690,34 @@ def content_type(ctx: CheckContext) -> str:
     )
 
 
+def _content_type_of_baseline(
+    ctx: CheckContext, container: RunningContainer, plain: Answer, skipped: CheckSkipped
+) -> NoReturn:
+    """invocations.content-type on a slow model: the configured request's answer alone is judged (a 2xx
+    body without a Content-Type fails); the Accept variant is not sent, so the check is skipped."""
+    ctx.evidence["answers"] = {
+        f"Content-Type: {ctx.config.content_type}": {
+            "status": plain.status,
+            "error": plain.error,
+            "content_type": plain.headers.get("content-type"),
+        }
+    }
+    has_type = bool(plain.headers.get("content-type", "").strip())
+    if plain.status is not None and 200 <= plain.status < 300 and plain.size and not has_type:
+        raise CheckFailed(
+            f"POST /invocations with Content-Type: {ctx.config.content_type} was answered HTTP "
+            f"{plain.status} with a {plain.size}-byte body and no Content-Type header."
+            f"{container_note(container)} Fix: {CONTENT_TYPE_FIX}",
+            log_tail=container.log_tail(),
+        )
+    got = plain.headers.get("content-type")
+    seen = f"HTTP {plain.status} " + (f"with Content-Type {got!r}" if got else "without a Content-Type")
+    raise CheckSkipped(
+        f"{skipped.message.removesuffix(errors_note([plain]))} (judged on the configured request's answer "
+        f"alone, {seen}; the Accept variant was not sent){errors_note([plain])}"
+    )
+
+
 def sagemaker_headers() -> dict[str, str]:
     """Headers SageMaker or the AWS front end may add to a request on its way to the container.
 
@@ -667,6 +757,7 @@ def extra_headers(ctx: CheckContext) -> str:
     extra = sagemaker_headers()
     with container.client() as client:
         plain = baseline(ctx, client)
+        needs_variants(ctx, "invocations.extra-headers", 1)
         with_extra = invoke(ctx, client, headers=extra)
         ctx.evidence.update(headers=extra, status_without=plain.status, status_with=with_extra.status)
         if with_extra.status == plain.status:
@@ -712,6 +803,7 @@ def large_body(ctx: CheckContext) -> str:
     body = payload + b" " * (cap - len(payload))
     with container.client() as client:
         plain = baseline(ctx, client)
+        needs_variants(ctx, "invocations.large-body", 1)
         big = invoke(ctx, client, body=body)
     ctx.evidence.update(body_bytes=cap, status=big.status, error=big.error, status_usual=plain.status)
     what = f"a {cap:,}-byte body (the configured payload padded with spaces to the cap)"

@@ -16,7 +16,7 @@ import json
 
 import httpx
 
-from contract_tests.checks.invocations import Answer, baseline, container_note, invoke
+from contract_tests.checks.invocations import Answer, baseline, container_note, invoke, needs_variants
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, Payload
@@ -67,9 +67,14 @@ def send(
     return invoke(ctx, client, body=payload.body if body is None else body, headers=headers)
 
 
+def is_primary(ctx: CheckContext, payload: Payload) -> bool:
+    """`payload` is the configured request whose answer baseline() has (the primary payload, no Accept)."""
+    return payload == ctx.config.payloads[0] and not payload.accept
+
+
 def primary_answer(ctx: CheckContext, client: httpx.Client, payload: Payload, first: Answer) -> Answer:
     """The answer to `payload` as configured: `first` (baseline's) for the primary payload."""
-    if payload == ctx.config.payloads[0] and not payload.accept:
+    if is_primary(ctx, payload):
         return first
     return send(ctx, client, payload)
 
@@ -126,6 +131,9 @@ def media_params(ctx: CheckContext) -> str:
     passed: list[str] = []
     with container.client() as client:
         first = baseline(ctx, client)
+        varied = [p for p in by_type(ctx) if "charset" not in p.content_type.lower()]
+        requests = sum(len(CHARSET_VARIANTS) + (not is_primary(ctx, p)) for p in varied)
+        needs_variants(ctx, "invocations.media-params", requests)
         for payload in by_type(ctx):
             given = payload.content_type
             if "charset" in given.lower():
@@ -205,6 +213,7 @@ def unsupported_media(ctx: CheckContext) -> str:
                 f"the configured payload itself is answered {first.describe()}: a 5xx to an unsupported "
                 "type would tell nothing (see invocations.serves)"
             )
+        needs_variants(ctx, "invocations.unsupported-media", 2)
         answers = {
             f"Content-Type: {UNSUPPORTED_TYPE}": (
                 send(ctx, client, payload, content_type=UNSUPPORTED_TYPE),
@@ -279,6 +288,7 @@ def malformed_payload(ctx: CheckContext) -> str:
                 f"the configured payload itself is answered {first.describe()}: a 5xx to a malformed one "
                 "would tell nothing (see invocations.serves)"
             )
+        needs_variants(ctx, "invocations.malformed-payload", len(by_type(ctx)))
         for payload in by_type(ctx):
             body, what = malformed(payload)
             answer = send(ctx, client, payload, body=body)

@@ -2,7 +2,8 @@
 
 Each check starts its own container (it is stopped by the check), so that the shared one is undisturbed;
 shutdown.idle and shutdown.early judge one trial on one container (checks/sigterm.py), and
-shutdown.in-flight does not wait out the grace period again for a container that trial saw ignore SIGTERM.
+shutdown.in-flight does not wait out the grace period again for a container that trial saw ignore SIGTERM,
+and does not judge a request that one invocation's time keeps from ending inside the grace period.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import socket
 import time
 from urllib.parse import urlsplit
 
-from contract_tests.checks import sigterm
+from contract_tests.checks import invocations, sigterm
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
@@ -28,6 +29,46 @@ IN_FLIGHT_FIX = (
 )
 #: How long the check keeps its request in flight after SIGTERM (at most a quarter of the grace period).
 IN_FLIGHT_HOLD_S = 0.5
+#: shutdown.in-flight is not judged when its request would be answered later than this share of the
+#: grace period after SIGTERM (the hold plus one invocation's time): a slow answer is no dropped one.
+IN_FLIGHT_SHARE = 0.9
+
+
+def _known_call_s(ctx: CheckContext) -> float | None:
+    """One invocation's time as the first calls saw it (invocations.call_s); None when they did not run
+    in this run; CheckSkipped when they got no answer in time (not waited out again)."""
+    took = invocations.call_s(ctx.target)
+    if took is None and invocations.timed_out(ctx):
+        raise CheckSkipped(
+            "POST /invocations with the configured payload gets no answer within "
+            f"{ctx.config.limits.invocation_timeout_s:g} s (seen by the first calls, not sent again): no "
+            "request can be answered in flight; see invocations.timely"
+        )
+    return took
+
+
+def _timed_call_s(ctx: CheckContext, container: RunningContainer) -> float:
+    """One configured request timed on `container`; CheckSkipped when it gets no answer in time."""
+    with container.client() as client:
+        answer = invocations.invoke(ctx, client)
+    if not answer.answered:
+        raise CheckSkipped(
+            f"POST /invocations with the configured payload got {answer.describe()}: no request can be "
+            "answered in flight; see invocations.timely"
+        )
+    return answer.elapsed_s
+
+
+def _judgeable(ctx: CheckContext, took: float, hold: float) -> None:
+    """CheckSkipped when a request taking `took` s, held `hold` s after SIGTERM, cannot end well inside
+    the grace period: its missing answer would not tell a dropped request from a slow one."""
+    grace = ctx.config.limits.stop_grace_s
+    if took + hold > IN_FLIGHT_SHARE * grace:
+        raise CheckSkipped(
+            f"one invocation takes {took:.1f} s: a request in flight at SIGTERM (held {hold:g} s after it) "
+            f"would be answered about {took + hold:.1f} s after SIGTERM, too close to (or past) the "
+            f"{grace:g} s grace period to tell a dropped request from a slow one; not judged"
+        )
 
 
 def _start_healthy(ctx: CheckContext) -> RunningContainer:
@@ -170,7 +211,13 @@ def in_flight(ctx: CheckContext) -> str:
     body = config.payload
     if not body:
         raise CheckSkipped("the payload is empty: a request needs a body to be held in flight")
+    hold = min(IN_FLIGHT_HOLD_S, grace / 4)
+    took = _known_call_s(ctx)
+    if took is not None:
+        _judgeable(ctx, took, hold)  # before a container is started for nothing
     container = _start_healthy(ctx)
+    if took is None:  # run without the shared container: time one request on this one
+        _judgeable(ctx, _timed_call_s(ctx, container), hold)
     url = urlsplit(container.base_url)
     host, port = url.hostname or "127.0.0.1", url.port or 80
     head = (
@@ -197,7 +244,6 @@ def in_flight(ctx: CheckContext) -> str:
         # The request stays in flight for `hold` seconds after SIGTERM (a request with that much work
         # left, far inside the grace period) before the rest of its body is sent; a server that drops
         # it closes the connection meanwhile, which ends the wait early.
-        hold = min(IN_FLIGHT_HOLD_S, grace / 4)
         readable, _, _ = select.select([sock], [], [], hold)
         if readable:
             ctx.evidence["server_sent_or_closed_after_s"] = round(time.monotonic() - signalled, 3)
