@@ -136,11 +136,16 @@ def test_smlocal_check_passes_on_the_sample_image(
             str(report),
         ]
     )
-    rows = json.loads(report.read_text())["results"]
+    document = json.loads(report.read_text())
+    rows = document["results"]
     outcomes = {row["id"]: row["outcome"] for row in rows}
     bad = {check_id: o for check_id, o in outcomes.items() if o not in ("passed", "skipped")}
     assert not bad, json.dumps([r for r in rows if r["id"] in bad], indent=1)[:4000]
     assert status == 0
+    # It serves: the prompt got a 2xx, and nothing must-read was left in the summary line.
+    assert outcomes["invocations.serves"] == "passed"
+    assert outcomes["model-data.extracts"] == "passed"
+    assert document["headline_warnings"] == []
 
 
 def test_smlocal_demo_writes_a_png(sample_image: str, tmp_path: Path) -> None:
