@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from contract_tests.checks.invocations import container_note, slow, timed_out
+from contract_tests.checks.calls import container_note, slow, timed_out
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer

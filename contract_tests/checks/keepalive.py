@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from contract_tests.checks.invocations import baseline
+from contract_tests.checks.calls import baseline
 from contract_tests.registry import check
 from contract_tests.result import CheckSkipped
 from contract_tests.target import CheckContext

@@ -16,7 +16,7 @@ import json
 
 import httpx
 
-from contract_tests.checks.invocations import Answer, baseline, container_note, invoke, needs_variants
+from contract_tests.checks.calls import Answer, baseline, container_note, invoke, needs_variants
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, Payload

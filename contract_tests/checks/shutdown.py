@@ -14,7 +14,7 @@ import socket
 import time
 from urllib.parse import urlsplit
 
-from contract_tests.checks import invocations, sigterm
+from contract_tests.checks import calls, sigterm
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
@@ -35,10 +35,10 @@ IN_FLIGHT_SHARE = 0.9
 
 
 def _known_call_s(ctx: CheckContext) -> float | None:
-    """One invocation's time as the first calls saw it (invocations.call_s); None when they did not run
+    """One invocation's time as the first calls saw it (calls.call_s); None when they did not run
     in this run; CheckSkipped when they got no answer in time (not waited out again)."""
-    took = invocations.call_s(ctx.target)
-    if took is None and invocations.timed_out(ctx):
+    took = calls.call_s(ctx.target)
+    if took is None and calls.timed_out(ctx):
         raise CheckSkipped(
             "POST /invocations with the configured payload gets no answer within "
             f"{ctx.config.limits.invocation_timeout_s:g} s (seen by the first calls, not sent again): no "
@@ -50,7 +50,7 @@ def _known_call_s(ctx: CheckContext) -> float | None:
 def _timed_call_s(ctx: CheckContext, container: RunningContainer) -> float:
     """One configured request timed on `container`; CheckSkipped when it gets no answer in time."""
     with container.client() as client:
-        answer = invocations.invoke(ctx, client)
+        answer = calls.invoke(ctx, client)
     if not answer.answered:
         raise CheckSkipped(
             f"POST /invocations with the configured payload got {answer.describe()}: no request can be "

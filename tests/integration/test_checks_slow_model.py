@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from contract_tests.checks.invocations import SLOW_MAX_S, SLOW_MIN_S, slow_s
+from contract_tests.checks.calls import SLOW_MAX_S, SLOW_MIN_S, slow_s
 from contract_tests.cli import named
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from contract_tests.checks.invocations import Answer, errors_note
+from contract_tests.checks.calls import Answer, errors_note
 
 
 def answer(status: int | None, body: bytes = b"", content_type: str | None = None, **kw: object) -> Answer:
