@@ -10,13 +10,12 @@ too; a live check run's are left alone (emulator/process_owner.py).
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from emulator.admin_client import ServerUnreachable, admin_request
-from emulator.process_owner import remove_orphaned_checks
+from emulator.process_owner import alive, remove_orphaned_checks
 from emulator.runtime.labels import MANAGED_SELECTOR, OWNER, owner_id
 from emulator.server_record import read_record
 
@@ -45,22 +44,12 @@ def _owner_at(url: str) -> str | None:
     return str(body.get("owner", "")) if resp.status_code == 200 and isinstance(body, dict) else ""
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _wait_gone(url: str, pid: int | None, timeout_s: float) -> None:
     """Until the server stops answering and (when its pid is known) its process has exited."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         answering = _owner_at(url) is not None
-        if not answering and (pid is None or not _alive(pid)):
+        if not answering and (pid is None or not alive(pid)):
             return
         time.sleep(0.1)
 

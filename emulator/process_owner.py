@@ -78,7 +78,8 @@ def check_labels(pid: int | None = None) -> dict[str, str]:
     return {OWNER: f"{CHECK_PREFIX}{pid}", OWNER_HOST: host(), OWNER_STARTED: start_stamp(pid) or ""}
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process `pid` exists (one we may not signal counts: it exists)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -100,7 +101,7 @@ def owner_gone(labels: Mapping[str, str]) -> bool:
     started = labels.get(OWNER_STARTED, "")
     if pid <= 0:
         return False
-    if not _alive(pid):
+    if not alive(pid):
         return True
     if not started:
         return False  # a live pid and no start time to compare: maybe the owner itself
