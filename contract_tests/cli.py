@@ -13,10 +13,11 @@ This module imports only argparse at import time: `smlocal --help` must not load
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -288,7 +289,15 @@ def named(ids: Sequence[str], checks: Sequence[Check]) -> frozenset[str]:
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
-    """Run `smlocal check` as parsed into `args`; returns the exit status."""
+    """Run `smlocal check` as parsed into `args`; returns the exit status. While it runs, SIGTERM ends
+    it as Ctrl-C does (its containers removed); the process's own SIGTERM handling is restored after."""
+    from rich.console import Console
+
+    with _sigterm_cleans_up(Console(stderr=True, soft_wrap=True)):
+        return _run(args, console)
+
+
+def _run(args: argparse.Namespace, console: Console | None = None) -> int:
     import dataclasses
 
     from rich.console import Console
@@ -313,7 +322,6 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         err.print(f"smlocal check: {exc}", markup=False, highlight=False)
         return report.EXIT_USAGE
 
-    _sigterm_cleans_up(err)
     target = Target(config)
     try:
         try:
@@ -360,13 +368,16 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     return report.exit_code(results)
 
 
-def _sigterm_cleans_up(err: Console) -> None:
+@contextlib.contextmanager
+def _sigterm_cleans_up(err: Console) -> Iterator[None]:
     """SIGTERM (a CI timeout, `kill`) ends the run as Ctrl-C does: SystemExit(143) unwinds through
-    run_checks, whose `finally` removes this run's containers at once. From the main thread only."""
+    run_checks, whose `finally` removes this run's containers at once. From the main thread only; the
+    handler there before (pytest's, a caller's) is put back afterwards."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
+        yield
         return
 
     def on_sigterm(signum: int, frame: object) -> None:
@@ -374,7 +385,11 @@ def _sigterm_cleans_up(err: Console) -> None:
         err.print("smlocal check: SIGTERM: removing this run's containers", markup=False)
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_with_progress(checks: Sequence[Check], target: Target, console: Console) -> list[CheckResult]:

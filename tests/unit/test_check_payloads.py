@@ -4,11 +4,13 @@ first); usage errors exit 2 with a message naming the option. No Docker: parsing
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from contract_tests.cli import check_config, main
+from contract_tests.cli import _sigterm_cleans_up, check_config, main
 from contract_tests.target import CheckConfig, Payload
 from emulator.cli import build_parser
 
@@ -88,3 +90,10 @@ def test_payload_usage_errors_exit_2(
     err = capsys.readouterr().err
     assert says.replace("--payload A", f"--payload {files['a.json']}") in err
     assert "Traceback" not in err
+
+
+def test_sigterm_handler_is_restored_after_a_check_run() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with _sigterm_cleans_up(Console(stderr=True)):
+        assert signal.getsignal(signal.SIGTERM) is not before  # the run's own handler
+    assert signal.getsignal(signal.SIGTERM) is before
