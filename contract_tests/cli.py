@@ -215,8 +215,8 @@ def _model_data_url(url: str | None) -> str | None:
     if url is None:
         return None
     from emulator.errors import ValidationFailed
-    from emulator.hosting.model_data import locate
     from emulator.model.resources import ModelDataSource
+    from emulator.model_data.sources import locate
 
     try:
         locate(ModelDataSource(uri=url))

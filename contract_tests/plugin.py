@@ -166,8 +166,8 @@ class ContractSession:
         """A Target for the image, its image and model data resolved; stops the session if it can't."""
         from contract_tests.target import Target
         from emulator.errors import EngineError, ImageNotFound, ValidationFailed
-        from emulator.hosting.model_data import locate
         from emulator.model.resources import ModelDataSource
+        from emulator.model_data.sources import locate
 
         target = Target(self.check_config())
         try:

@@ -11,12 +11,12 @@ import boto3
 from aiohttp import web
 
 from emulator.config import ServerConfig
-from emulator.hosting.alarms import AlarmService
-from emulator.hosting.artifacts import ArtifactStore
-from emulator.hosting.autoscaler import AutoScaler
-from emulator.hosting.metrics import Metrics
-from emulator.hosting.sampler import InstanceRef, Sampler
-from emulator.hosting.service import HostingService
+from emulator.hosting.endpoints.service import HostingService
+from emulator.hosting.monitoring.alarms import AlarmService
+from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.monitoring.sampler import InstanceRef, Sampler
+from emulator.hosting.scaling.autoscaler import AutoScaler
+from emulator.model_data.store import ArtifactStore
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerRuntime
 from emulator.runtime.docker import DockerRuntime

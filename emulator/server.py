@@ -13,7 +13,7 @@ from aiohttp import web
 
 from emulator.app import SERVICE, build_app
 from emulator.config import ServerConfig
-from emulator.hosting.service import HostingService
+from emulator.hosting.endpoints.service import HostingService
 from emulator.runtime.base import ContainerRuntime
 from emulator.server_record import remove_record, write_record
 

@@ -9,17 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import threading
 import uuid
-from collections.abc import Iterator
 
 from aiohttp import web
 
 from emulator import __version__
-from emulator.hosting.metrics import Metrics
-from emulator.hosting.service import HostingService
-from emulator.runtime import labels
-from emulator.runtime.base import ContainerHandle
+from emulator.hosting.endpoints.service import HostingService
+from emulator.hosting.monitoring.metrics import Metrics
 from emulator.wire.errors import plain_error
 from emulator.wire.java_patterns import matcher
 from emulator.wire.service_models import SAGEMAKER, operation_model
@@ -70,7 +66,7 @@ def _follow(request: web.Request) -> bool:
 
 
 async def health(request: web.Request, svc: HostingService) -> web.Response:
-    owner = labels.owner_id(svc.config.state_dir)  # `smlocal down` checks it before a shutdown
+    owner = svc.owner  # `smlocal down` checks it before a shutdown
     return web.json_response(
         {"status": "ok", "version": __version__, "endpoints": len(svc.endpoints), "owner": owner}
     )
@@ -105,108 +101,26 @@ async def endpoint_logs(request: web.Request, svc: HostingService) -> web.Stream
     return web.Response(text="\n".join(out) + ("\n" if out else ""), content_type="text/plain")
 
 
-_FOLLOW_END = object()
-_DISCONNECT_CHECK_S = 1.0
-
-
 async def _follow_logs(
     request: web.Request, svc: HostingService, name: str, variant: str | None, instance: str | None
 ) -> web.StreamResponse:
     """Stream the live containers' logs (history, then new lines) until the client goes away or
-    every container has stopped with none taking its place.
-
-    The containers are found by label through the engine (this server's endpoint containers), again
-    each second the stream is quiet, so instances started later join in; one thread per container
-    reads the engine's follow stream and hands whole lines to the event loop.
-    """
-    selector = {
-        labels.MANAGED: "true",
-        labels.OWNER: labels.owner_id(svc.config.state_dir),
-        labels.ROLE: "endpoint",
-        labels.ENDPOINT: name,
-    }
-    if variant:
-        selector[labels.VARIANT] = variant
-    if instance:
-        selector[labels.INSTANCE] = instance
-    handles = await asyncio.to_thread(svc.runtime.list, selector)
-    if not handles:
+    every container has stopped with none taking its place (emulator.hosting.fleet.log_follow)."""
+    follow = await svc.follow_logs(name, variant, instance)
+    if follow is None:
         return _not_found(f"No running containers for endpoint {name}.")
     response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
     await response.prepare(request)
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[object] = asyncio.Queue()
-    streams: list[Iterator[bytes]] = []
-    stopping = threading.Event()
-
-    def pump(container_id: str, stream_name: str) -> None:
-        pending = b""
-        try:
-            stream = svc.runtime.follow_logs(container_id)
-            streams.append(stream)
-            for chunk in stream:
-                if stopping.is_set():
-                    break
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    text = f"{stream_name} {line.decode('utf-8', errors='replace')}\n"
-                    loop.call_soon_threadsafe(queue.put_nowait, text)
-        except Exception:  # noqa: BLE001 - the stream ends when the container or the engine goes away
-            pass
-        finally:
-            if pending and not stopping.is_set():
-                text = f"{stream_name} {pending.decode('utf-8', errors='replace')}\n"
-                loop.call_soon_threadsafe(queue.put_nowait, text)
-            if not stopping.is_set():
-                loop.call_soon_threadsafe(queue.put_nowait, _FOLLOW_END)
-
-    following: set[str] = set()
-
-    def start(found: list[ContainerHandle]) -> int:
-        started = 0
-        for h in found:
-            if h.id in following:
-                continue
-            following.add(h.id)
-            stream_name = f"{h.labels.get(labels.VARIANT, '')}/{h.labels.get(labels.INSTANCE, '')}"
-            threading.Thread(
-                target=pump, args=(h.id, stream_name), name=f"follow-{h.name}", daemon=True
-            ).start()
-            started += 1
-        return started
-
-    open_streams = start(handles)
-    next_scan = loop.time() + _DISCONNECT_CHECK_S
     try:
-        while True:
-            try:
-                item = await asyncio.wait_for(queue.get(), _DISCONNECT_CHECK_S)
-            except TimeoutError:
-                if request.transport is None or request.transport.is_closing():
-                    break  # the client went away (Ctrl-C) while nothing was written
-                item = None
-            if item is _FOLLOW_END:
-                open_streams -= 1
-            elif item is not None:
-                await response.write(str(item).encode())
-            if loop.time() >= next_scan or not open_streams:
-                # instances started since (scale-out, replacement, an update's new fleet) join in
-                open_streams += start(await asyncio.to_thread(svc.runtime.list, selector))
-                next_scan = loop.time() + _DISCONNECT_CHECK_S
-                if not open_streams:
-                    break  # every container stopped and none took their place
+        async for line in follow.lines():
+            if line is not None:
+                await response.write(line.encode())
+            elif request.transport is None or request.transport.is_closing():
+                break  # the client went away (Ctrl-C) while nothing was written
     except ConnectionResetError:
         pass
     finally:
-        stopping.set()
-        for stream in streams:
-            close = getattr(stream, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - best effort: the thread is a daemon
-                    pass
+        follow.close()
     return response
 
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from emulator.errors import ValidationFailed
-from emulator.hosting.autoscaler import AutoScaler
+from emulator.hosting.scaling.autoscaler import AutoScaler
 from emulator.model import scaling as sc
 from emulator.wire import json_rpc
 from emulator.wire.errors import unknown_target

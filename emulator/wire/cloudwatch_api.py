@@ -34,8 +34,8 @@ from emulator.errors import (
     UnknownOperation,
     ValidationFailed,
 )
-from emulator.hosting.alarms import AlarmService
-from emulator.hosting.metrics import StatisticSet
+from emulator.hosting.monitoring.alarms import AlarmService
+from emulator.hosting.monitoring.metrics import StatisticSet
 from emulator.model import alarms as al
 from emulator.wire.errors import cbor_error, query_error_response, query_json_error, unknown_target
 from emulator.wire.json_rpc import parse_json, without_nulls

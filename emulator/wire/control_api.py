@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from emulator.hosting.service import HostingService
+from emulator.hosting.endpoints.service import HostingService
 from emulator.model.listing import ListQuery, list_page
 from emulator.wire import json_rpc, serialize
 from emulator.wire.errors import unknown_target

@@ -15,9 +15,9 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from emulator.errors import ModelFault, PayloadTooLarge, SmlocalError, UnknownOperation, ValidationFailed
-from emulator.hosting import metrics as m
-from emulator.hosting.sampler import Sampler
-from emulator.hosting.service import HostingService
+from emulator.hosting.endpoints.service import HostingService
+from emulator.hosting.monitoring import metrics as m
+from emulator.hosting.monitoring.sampler import Sampler
 from emulator.model import messages
 from emulator.wire.errors import runtime_error
 from emulator.wire.service_models import SAGEMAKER_RUNTIME, operation_model

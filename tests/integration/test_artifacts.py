@@ -18,7 +18,7 @@ from botocore.config import Config
 
 from emulator.config import ArchiveLimits
 from emulator.errors import ModelDataError, ModelDataNotFound, ValidationFailed
-from emulator.hosting.artifacts import ArtifactStore, ModelDataFailure, ModelDataSource
+from emulator.model_data.store import ArtifactStore, ModelDataFailure, ModelDataSource
 
 
 def _targz(files: dict[str, bytes]) -> bytes:

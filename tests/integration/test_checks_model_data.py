@@ -1,5 +1,5 @@
 """model-data.extracts: model data that cannot be fetched or extracted is a FAILED check with SageMaker's
-text (the emulator's own: emulator/hosting/model_data.py), not an ERROR and not a usage error; the
+text (the emulator's own: emulator/model_data/sources.py), not an ERROR and not a usage error; the
 checks that need a container are SKIPPED pointing to it. A good archive passes, locally and from S3
 (moto's server on 127.0.0.1, through boto3's default session, as `smlocal check` reaches S3)."""
 
@@ -21,7 +21,7 @@ from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
 from contract_tests.target import CheckConfig, Target
-from emulator.hosting.model_data import extract_failed_message, not_found_message
+from emulator.model_data.sources import extract_failed_message, not_found_message
 from tests.fixtures import archive_bombs as bombs
 from tests.fixtures.s3server import ACCESS_KEY, REGION, SECRET_KEY
 from tests.fixtures.twins import FAST_LIMITS

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from emulator.hosting.model_data import extract_failed_message, timeout_message
+from emulator.model_data.sources import extract_failed_message, timeout_message
 from tests.fixtures import archive_bombs as bombs
 from tests.fixtures.s3server import make_s3_client
 from tests.fixtures.slow_s3 import slow_s3_proxy

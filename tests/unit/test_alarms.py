@@ -13,10 +13,10 @@ import pytest
 
 from emulator.config import ServerConfig
 from emulator.errors import AlarmNotFound, InvalidFormat, ValidationFailed
-from emulator.hosting import metrics as m
-from emulator.hosting.alarms import AlarmService
-from emulator.hosting.autoscaler import AutoScaler
-from emulator.hosting.metrics import ZERO_SET, Metrics, StatisticSet, locate, merge_sets
+from emulator.hosting.monitoring import metrics as m
+from emulator.hosting.monitoring.alarms import AlarmService
+from emulator.hosting.monitoring.metrics import ZERO_SET, Metrics, StatisticSet, locate, merge_sets
+from emulator.hosting.scaling.autoscaler import AutoScaler
 from emulator.model import alarms as al
 from emulator.model.alarms import AlarmSpec, AlarmState, Comparison, TreatMissing, Window
 

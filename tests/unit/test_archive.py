@@ -16,7 +16,7 @@ import pytest
 
 from emulator.config import ArchiveLimits
 from emulator.errors import ModelDataError
-from emulator.hosting.artifacts import ArtifactStore, ModelDataFailure, ModelDataSource
+from emulator.model_data.store import ArtifactStore, ModelDataFailure, ModelDataSource
 
 
 def _no_s3() -> Any:

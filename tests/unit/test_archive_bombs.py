@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from emulator.config import ArchiveLimits
-from emulator.hosting.artifacts import ArtifactStore, ModelDataFailure, ModelDataSource
-from emulator.hosting.model_data import extract_failed_message
+from emulator.model_data.sources import extract_failed_message
+from emulator.model_data.store import ArtifactStore, ModelDataFailure, ModelDataSource
 from tests.fixtures import archive_bombs as bombs
 
 #: The stated bound on the server's extra memory while it refuses any archive.
@@ -155,7 +155,7 @@ def test_the_ratio_is_not_checked_within_the_grace(tmp_path: Path) -> None:
 
 
 def test_a_past_deadline_stops_the_work_and_leaves_nothing(tmp_path: Path) -> None:
-    from emulator.hosting.model_data import timeout_message
+    from emulator.model_data.sources import timeout_message
 
     archive = bombs.ratio_bomb(tmp_path / "z.tar.gz", 4 * bombs.MIB)
     store = _store(tmp_path)
@@ -167,7 +167,7 @@ def test_a_past_deadline_stops_the_work_and_leaves_nothing(tmp_path: Path) -> No
 
 
 def test_the_deadline_is_checked_on_every_read_of_the_extraction(tmp_path: Path) -> None:
-    from emulator.hosting.archive import extract_archive
+    from emulator.model_data.extract import extract_archive
 
     archive = bombs.ratio_bomb(tmp_path / "z.tar.gz", 8 * bombs.MIB)
     calls = 0

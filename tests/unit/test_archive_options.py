@@ -9,7 +9,7 @@ import pytest
 
 from emulator.cli import build_parser, main
 from emulator.config import ArchiveLimits, ServerConfig
-from emulator.hosting.artifacts import ArtifactStore
+from emulator.model_data.store import ArtifactStore
 
 
 def test_defaults_are_the_named_ones(served: list[ServerConfig], tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_local_directory_outside_the_roots_is_refused(tmp_path: Path) -> None:
     from emulator.errors import ValidationFailed
-    from emulator.hosting.artifacts import ModelDataFailure, ModelDataSource
+    from emulator.model_data.store import ModelDataFailure, ModelDataSource
 
     allowed = tmp_path / "allowed"
     (allowed / "model").mkdir(parents=True)

@@ -22,10 +22,10 @@ from botocore.awsrequest import HeadersDict
 from botocore.exceptions import ClientError
 
 from emulator.config import ServerConfig
-from emulator.hosting import metrics as m
-from emulator.hosting.alarms import AlarmService
-from emulator.hosting.autoscaler import AutoScaler
-from emulator.hosting.metrics import Metrics
+from emulator.hosting.monitoring import metrics as m
+from emulator.hosting.monitoring.alarms import AlarmService
+from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.scaling.autoscaler import AutoScaler
 from emulator.model import alarms as al
 from emulator.wire import cloudwatch_api
 from emulator.wire.service_models import CLOUDWATCH, operation_model

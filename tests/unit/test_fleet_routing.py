@@ -1,4 +1,4 @@
-"""emulator.hosting.fleet and .health: live weight changes, rotation edits, summaries, health checks."""
+"""emulator.hosting.fleet.variants and .health: live weight changes, rotation edits, summaries, health checks."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import aiohttp
 from aiohttp import web
 
-from emulator.hosting import health
-from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
+from emulator.hosting.endpoints import health
+from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model.resources import DeployedImage, ProductionVariant
 from emulator.model.routing import InstancePicker
 from emulator.runtime.base import ContainerHandle

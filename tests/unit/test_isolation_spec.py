@@ -10,7 +10,8 @@ from typing import cast
 import aiohttp
 
 from emulator.config import ServerConfig
-from emulator.hosting.deployer import Deployer, VariantPlan
+from emulator.hosting.fleet.deployer import Deployer
+from emulator.hosting.fleet.plan import VariantPlan
 from emulator.model.resources import ContainerDefinition, Model, ProductionVariant
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerHandle, ContainerRuntime, ResolvedImage

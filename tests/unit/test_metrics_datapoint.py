@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from emulator.config import ServerConfig
-from emulator.hosting import metrics as m
-from emulator.hosting.metrics import Metrics
-from emulator.hosting.scaling_registry import custom_metric_problem
+from emulator.hosting.monitoring import metrics as m
+from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.scaling.registry import custom_metric_problem
 from emulator.model.scaling import CustomizedMetric
 
 T0 = 1_800_000_000.0  # a period boundary: 30_000_000 x 60

@@ -1,4 +1,4 @@
-"""emulator.hosting.persistence: state.json round trips, atomic writes, versioning."""
+"""emulator.hosting.endpoints.persistence: state.json round trips, atomic writes, versioning."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.hosting import persistence
-from emulator.hosting.persistence import FORMAT_VERSION, Snapshot, load, save
+from emulator.hosting.endpoints import persistence
+from emulator.hosting.endpoints.persistence import FORMAT_VERSION, Snapshot, load, save
 from emulator.model import deployment as dp
 from emulator.model.arns import Account
 from emulator.model.resources import (

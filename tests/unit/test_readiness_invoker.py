@@ -1,4 +1,4 @@
-"""emulator.hosting.readiness and emulator.hosting.invoker against small servers on 127.0.0.1.
+"""emulator.hosting.fleet.readiness and emulator.hosting.fleet.invoker against small servers on 127.0.0.1.
 
 Slow containers are simulated by handlers that wait on a `release` event, set when the test ends,
 so no server is left holding a request open. Timing assertions use generous bounds.
@@ -24,8 +24,8 @@ from emulator.errors import (
     ModelTimeout,
     ModelUnreachable,
 )
-from emulator.hosting.invoker import FaultContext, Invoker
-from emulator.hosting.readiness import Outcome, PingPolicy, wait_until_healthy
+from emulator.hosting.fleet.invoker import FaultContext, Invoker
+from emulator.hosting.fleet.readiness import Outcome, PingPolicy, wait_until_healthy
 from emulator.model import messages
 from emulator.model.arns import Account
 
@@ -620,7 +620,7 @@ async def test_invoke_3xx_is_a_model_error_and_never_followed(
 async def test_ping_3xx_is_not_healthy_and_never_followed(
     release: asyncio.Event, session: aiohttp.ClientSession
 ) -> None:
-    from emulator.hosting import health
+    from emulator.hosting.endpoints import health
 
     hits: list[str] = []
     policy = PingPolicy(deadline_s=0.3, attempt_timeout_s=0.2, interval_s=0.05)

@@ -1,4 +1,4 @@
-"""emulator.hosting.scaling_store: autoscaling.json round trips and what a bad file loads as."""
+"""emulator.hosting.scaling.store: autoscaling.json round trips and what a bad file loads as."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.hosting import scaling_store
-from emulator.hosting.scaling_store import FORMAT_VERSION, Snapshot, load, save
+from emulator.hosting.scaling import store as scaling_store
+from emulator.hosting.scaling.store import FORMAT_VERSION, Snapshot, load, save
 from emulator.model import scaling as sc
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)

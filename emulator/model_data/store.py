@@ -47,7 +47,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from emulator.config import ArchiveLimits, ServerConfig
 from emulator.errors import ModelDataNotFound, ValidationFailed
-from emulator.hosting.archive import (
+from emulator.model.resources import ModelDataSource  # re-exported: one class for model and hosting
+from emulator.model_data.extract import (
     CHUNK_BYTES,
     DIR_MODE,
     FILE_MODE,
@@ -55,7 +56,7 @@ from emulator.hosting.archive import (
     ArchiveTooLarge,
     extract_archive,
 )
-from emulator.hosting.model_data import (
+from emulator.model_data.sources import (
     NO_DEADLINE,
     NOT_FOUND_CODES,
     Deadline,
@@ -73,7 +74,6 @@ from emulator.hosting.model_data import (
     outside_allowed_message,
     too_large_message,
 )
-from emulator.model.resources import ModelDataSource  # re-exported: one class for model and hosting
 
 __all__ = [
     "ArtifactStats",

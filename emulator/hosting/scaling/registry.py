@@ -1,6 +1,6 @@
 """Scalable targets and their scaling policies: the control plane's records, validated.
 
-Nothing scales here; emulator.hosting.autoscaler reads these records and acts. Every change calls
+Nothing scales here; emulator.hosting.scaling.autoscaler reads these records and acts. Every change calls
 `on_change` (the autoscaler persists autoscaling.json).
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from emulator.errors import ArnNotFound, ObjectNotFound, TooManyTags, ValidationFailed
-from emulator.hosting.metrics import COUNT_METRICS, METRICS
+from emulator.hosting.monitoring.metrics import COUNT_METRICS, METRICS
 from emulator.model import messages
 from emulator.model import scaling as sc
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from emulator.hosting.state_files import write_atomically
 from emulator.model import deployment as dp
 from emulator.model.resources import (
     ContainerDefinition,
@@ -226,19 +225,6 @@ def save(path: Path, snapshot: Snapshot) -> None:
         },
     }
     write_atomically(path, json.dumps(document, indent=1, sort_keys=True))
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` in one rename: a reader sees the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load(path: Path) -> Snapshot:

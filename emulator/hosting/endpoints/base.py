@@ -14,9 +14,10 @@ import aiohttp
 
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, EngineError
-from emulator.hosting.deployer import Deployer, VariantPlan
 from emulator.hosting.executors import Executors
-from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
+from emulator.hosting.fleet.deployer import Deployer
+from emulator.hosting.fleet.plan import VariantPlan
+from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model.arns import Account
 from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model, ProductionVariant
 from emulator.model.store import Registry

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from emulator.hosting.persistence import write_atomically
+from emulator.hosting.state_files import write_atomically
 from emulator.model import scaling as sc
 
 log = logging.getLogger(__name__)

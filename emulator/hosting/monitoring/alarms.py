@@ -22,13 +22,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from emulator.config import ServerConfig
 from emulator.errors import AlarmNotFound, InvalidFormat, InvalidParameterCombination, InvalidParameterValue
-from emulator.hosting.autoscaler import AutoScaler
-from emulator.hosting.metrics import METRICS, Metrics, StatisticSet, locate, merge_sets
-from emulator.hosting.persistence import write_atomically
+from emulator.hosting.monitoring.metrics import METRICS, Metrics, StatisticSet, locate, merge_sets
+from emulator.hosting.state_files import write_atomically
 from emulator.model import alarms as al
 
 log = logging.getLogger(__name__)
@@ -38,13 +37,26 @@ MAX_STATISTICS_DATAPOINTS = 1440  # GetMetricStatistics' limit
 _UNITS = {m.name: m.unit for m in METRICS}
 
 
+class AlarmActions(Protocol):
+    """Where an alarm's actions go: Application Auto Scaling's step scaling policies (the autoscaler,
+    hosting.scaling, which sits above this room: the alarms call out through this, never import it)."""
+
+    def alarm_fired(
+        self, policy_arn: str, alarm_name: str, metric: float, threshold: float, alarm_state: str = "ALARM"
+    ) -> bool: ...
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
 class AlarmService:
     def __init__(
-        self, config: ServerConfig, metrics: Metrics, scaler: AutoScaler, wall: Callable[[], datetime] = _now
+        self,
+        config: ServerConfig,
+        metrics: Metrics,
+        scaler: AlarmActions,
+        wall: Callable[[], datetime] = _now,
     ) -> None:
         self.config = config
         self.metrics = metrics

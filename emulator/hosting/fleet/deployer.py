@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,43 +18,20 @@ import aiohttp
 
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, first_error
-from emulator.hosting import logs
 from emulator.hosting.executors import Executors
-from emulator.hosting.fleet import Instance, VariantFleet, new_instance_id
-from emulator.hosting.readiness import Outcome, PingPolicy, wait_until_healthy
+from emulator.hosting.fleet import logs
+from emulator.hosting.fleet.plan import VariantPlan
+from emulator.hosting.fleet.readiness import Outcome, PingPolicy, wait_until_healthy
+from emulator.hosting.fleet.variants import Instance, VariantFleet, new_instance_id
 from emulator.model import messages
-from emulator.model.resources import DeployedImage, Model, ProductionVariant
+from emulator.model.resources import DeployedImage, ProductionVariant
 from emulator.model.routing import InstancePicker
 from emulator.runtime import labels
-from emulator.runtime.base import ContainerHandle, ContainerRuntime, ContainerSpec, ResolvedImage
+from emulator.runtime.base import ContainerHandle, ContainerRuntime, ContainerSpec
 
 log = logging.getLogger(__name__)
 
 _FAILURE_REASON_MAX = 1024
-
-
-@dataclass(frozen=True)
-class VariantPlan:
-    """Everything needed to start the instances of one variant, resolved beforehand."""
-
-    endpoint_name: str
-    variant: ProductionVariant
-    model: Model
-    image: ResolvedImage
-    model_dir: Path | None
-
-    def spec_digest(self, container_port: int) -> str:
-        c = self.model.primary_container
-        material = {
-            "image": self.image.image_id,
-            "env": dict(sorted(c.environment.items())),
-            "model_dir": str(self.model_dir) if self.model_dir else None,
-            "port": container_port,
-            "instance_type": self.variant.instance_type,
-        }
-        if self.model.enable_network_isolation:  # only then: other containers keep their digests
-            material["network_isolation"] = True
-        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def _container_name(endpoint: str, variant: str, instance_id: str) -> str:

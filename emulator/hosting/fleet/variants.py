@@ -9,16 +9,13 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from yarl import URL
 
+from emulator.hosting.fleet.plan import VariantPlan
 from emulator.model.resources import DeployedImage, ProductionVariant, VariantStatus, VariantSummary
 from emulator.model.routing import InstancePicker, WeightedChoice
 from emulator.runtime.base import ContainerHandle
-
-if TYPE_CHECKING:
-    from emulator.hosting.deployer import VariantPlan
 
 
 def new_instance_id() -> str:

@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from emulator.config import ServerConfig
-from emulator.hosting.deployer import Deployer, VariantPlan
-from emulator.hosting.fleet import EndpointFleet, Instance, TrafficShift, VariantFleet
+from emulator.hosting.fleet.deployer import Deployer
+from emulator.hosting.fleet.plan import VariantPlan
+from emulator.hosting.fleet.variants import EndpointFleet, Instance, TrafficShift, VariantFleet
 from emulator.model import deployment as dp
 from emulator.model.resources import (
     EndpointConfig,

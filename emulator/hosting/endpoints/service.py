@@ -33,14 +33,16 @@ from emulator.errors import (
     ValidationFailed,
     first_error,
 )
-from emulator.hosting import persistence, rollout
-from emulator.hosting.deployer import Deployer, VariantPlan, group_by_variant
+from emulator.hosting.endpoints import persistence, rollout
+from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.endpoints.health import InstanceHealth
+from emulator.hosting.endpoints.updates import FleetUpdates
 from emulator.hosting.executors import Executors
-from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
-from emulator.hosting.instance_health import InstanceHealth
-from emulator.hosting.invoker import ContainerReply, FaultContext, Invoker
-from emulator.hosting.service_base import ServiceBase
-from emulator.hosting.updates import FleetUpdates
+from emulator.hosting.fleet.deployer import Deployer, group_by_variant
+from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, Invoker
+from emulator.hosting.fleet.log_follow import LogFollow, selector
+from emulator.hosting.fleet.plan import VariantPlan
+from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model import deployment as dp
 from emulator.model import messages
 from emulator.model.arns import Account
@@ -625,3 +627,14 @@ class HostingService(FleetUpdates, InstanceHealth, ServiceBase):
         for instance, text in zip(live, texts, strict=True):
             streams[f"{instance.variant_name}/{instance.instance_id}"] = text
         return dict(sorted(streams.items()))
+
+    async def follow_logs(
+        self, endpoint_name: str, variant: str | None, instance: str | None
+    ) -> LogFollow | None:
+        """The live containers' logs of an endpoint, followed; None when none is running."""
+        return await LogFollow.open(self.runtime, selector(self.owner, endpoint_name, variant, instance))
+
+    @property
+    def owner(self) -> str:
+        """The owner id on this server's containers (`smlocal down` checks it before a shutdown)."""
+        return labels.owner_id(self.config.state_dir)

@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 
 from emulator.config import ServerConfig
 from emulator.errors import ResourceNotFound, SmlocalError, ValidationFailed
-from emulator.hosting import scaling_store
-from emulator.hosting.metrics import Metrics
-from emulator.hosting.scaling_registry import ScalingRegistry, variant_of
-from emulator.hosting.service import HostingService
+from emulator.hosting.endpoints.service import HostingService
+from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.scaling import store as scaling_store
+from emulator.hosting.scaling.registry import ScalingRegistry, variant_of
 from emulator.model import alarms as al
 from emulator.model import messages
 from emulator.model import scaling as sc

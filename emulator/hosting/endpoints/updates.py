@@ -1,5 +1,5 @@
 """Changes to a serving endpoint: UpdateEndpointWeightsAndCapacities (weights at once, capacity as a
-task) and UpdateEndpoint (blue/green or rolling deployments through emulator.hosting.rollout, for
+task) and UpdateEndpoint (blue/green or rolling deployments through emulator.hosting.endpoints.rollout, for
 which this class is the `FleetHost`)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import dataclasses
 from collections.abc import Sequence
 
 from emulator.errors import ResourceInProgress, ValidationFailed, first_error
-from emulator.hosting import rollout
-from emulator.hosting.deployer import VariantPlan
-from emulator.hosting.fleet import EndpointFleet, Instance, VariantFleet
-from emulator.hosting.service_base import ServiceBase, failure_reason
+from emulator.hosting.endpoints import rollout
+from emulator.hosting.endpoints.base import ServiceBase, failure_reason
+from emulator.hosting.fleet.plan import VariantPlan
+from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model import deployment as dp
 from emulator.model import messages
 from emulator.model.deployment import DeploymentConfig

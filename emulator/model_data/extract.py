@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from emulator.config import ArchiveLimits
-from emulator.hosting.archive_limits import (
+from emulator.model_data.limits import (
     CHUNK_BYTES,
     ArchiveRejected,
     ArchiveTooLarge,
