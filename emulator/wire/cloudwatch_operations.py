@@ -19,6 +19,7 @@ from emulator.errors import (
 )
 from emulator.hosting.monitoring.alarms import AlarmService
 from emulator.hosting.monitoring.metrics import StatisticSet
+from emulator.model import alarm_messages
 from emulator.model import alarms as al
 from emulator.wire.timestamps import parse_timestamp
 
@@ -46,22 +47,22 @@ def _metric(p: Params) -> al.Metric:
 
 def _spec(p: Params) -> al.AlarmSpec:
     if p.get("Metrics") or p.get("ThresholdMetricId"):
-        raise ValidationFailed(al.ALARM_METRIC_MATH)
+        raise ValidationFailed(alarm_messages.ALARM_METRIC_MATH)
     if p.get("EvaluationCriteria") or p.get("EvaluationInterval"):
-        raise ValidationFailed(al.ALARM_PROMQL)
+        raise ValidationFailed(alarm_messages.ALARM_PROMQL)
     if p.get("ExtendedStatistic"):
-        raise ValidationFailed(al.ALARM_EXTENDED_STATISTIC)
+        raise ValidationFailed(alarm_messages.ALARM_EXTENDED_STATISTIC)
     operator = p.get("ComparisonOperator")
-    if operator is not None and operator not in al.THRESHOLD_OPERATORS:
-        raise ValidationFailed(al.anomaly_operator(operator))
+    if operator is not None and operator not in alarm_messages.THRESHOLD_OPERATORS:
+        raise ValidationFailed(alarm_messages.anomaly_operator(operator))
     for member in ("MetricName", "Namespace", "Statistic", "Period", "EvaluationPeriods", "Threshold"):
         if p.get(member) is None:
-            raise ValidationFailed(al.alarm_needs(member))
+            raise ValidationFailed(alarm_messages.alarm_needs(member))
     if operator is None:
-        raise ValidationFailed(al.alarm_needs("ComparisonOperator"))
+        raise ValidationFailed(alarm_messages.alarm_needs("ComparisonOperator"))
     treat = p.get("TreatMissingData")
     if treat is not None and treat not in {t.value for t in al.TreatMissing}:
-        raise ValidationFailed(al.bad_treat_missing(treat))
+        raise ValidationFailed(alarm_messages.bad_treat_missing(treat))
     return al.AlarmSpec(
         name=p["AlarmName"],
         metric=_metric(p),
@@ -223,10 +224,10 @@ def describe_alarm_history(svc: AlarmService, p: Params) -> dict[str, Any]:
 
 def get_metric_statistics(svc: AlarmService, p: Params) -> dict[str, Any]:
     if p.get("ExtendedStatistics"):
-        raise InvalidParameterValue(al.QUERY_EXTENDED_STATISTICS)
+        raise InvalidParameterValue(alarm_messages.QUERY_EXTENDED_STATISTICS)
     statistics = p.get("Statistics") or []
     if not statistics:
-        raise InvalidParameterCombination(al.NO_STATISTICS)
+        raise InvalidParameterCombination(alarm_messages.NO_STATISTICS)
     metric = _metric(p)
     start, end = _time(p["StartTime"]), _time(p["EndTime"])
     points = svc.statistics(metric, p.get("Unit"), start, end, int(p["Period"]))
@@ -241,12 +242,12 @@ def get_metric_data(svc: AlarmService, p: Params) -> dict[str, Any]:
     for q in p["MetricDataQueries"]:
         query_id = q["Id"]
         if q.get("Expression"):
-            raise ValidationFailed(al.query_expression(query_id))
+            raise ValidationFailed(alarm_messages.query_expression(query_id))
         stat = q.get("MetricStat")
         if stat is None:
-            raise ValidationFailed(al.query_needs(query_id))
+            raise ValidationFailed(alarm_messages.query_needs(query_id))
         if stat["Stat"] not in al.STATISTICS:
-            raise ValidationFailed(al.query_stat(query_id, stat["Stat"]))
+            raise ValidationFailed(alarm_messages.query_stat(query_id, stat["Stat"]))
         metric = _metric(stat["Metric"])
         period = int(stat["Period"])
         points = svc.statistics(metric, stat.get("Unit"), start, end, period, None)

@@ -26,7 +26,11 @@ from emulator.hosting.monitoring import metrics as m
 from emulator.hosting.monitoring.alarms import AlarmService
 from emulator.hosting.monitoring.metrics import Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
-from emulator.model import alarms as al
+from emulator.model.alarm_messages import (
+    ALARM_EXTENDED_STATISTIC,
+    ALARM_METRIC_MATH,
+    QUERY_EXTENDED_STATISTICS,
+)
 from emulator.wire import cloudwatch_api, cloudwatch_codec
 from emulator.wire.service_models import CLOUDWATCH, operation_model
 
@@ -337,13 +341,13 @@ ERRORS: list[tuple[str, dict[str, Any], tuple[str, int], str]] = [
             if k not in ("MetricName", "Namespace", "Statistic", "Dimensions", "Period", "Unit")
         },
         VALIDATION,
-        al.ALARM_METRIC_MATH,
+        ALARM_METRIC_MATH,
     ),
     (
         "PutMetricAlarm",
         {k: v for k, v in _alarm(ExtendedStatistic="p99").items() if k != "Statistic"},
         VALIDATION,
-        al.ALARM_EXTENDED_STATISTIC,
+        ALARM_EXTENDED_STATISTIC,
     ),
     (
         "PutMetricAlarm",
@@ -389,7 +393,7 @@ ERRORS: list[tuple[str, dict[str, Any], tuple[str, int], str]] = [
         "GetMetricStatistics",
         _stats(drop="Statistics", ExtendedStatistics=["p99"]),
         ("InvalidParameterValue", 400),
-        al.QUERY_EXTENDED_STATISTICS,
+        QUERY_EXTENDED_STATISTICS,
     ),
     (
         "GetMetricStatistics",
