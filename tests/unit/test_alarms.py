@@ -18,6 +18,8 @@ from emulator.hosting.monitoring.alarms import AlarmService
 from emulator.hosting.monitoring.metrics import ZERO_SET, Metrics, StatisticSet, locate, merge_sets
 from emulator.hosting.scaling.autoscaler import AutoScaler
 from emulator.model import alarms as al
+from emulator.model.alarm_evaluation import breaches, evaluate
+from emulator.model.alarm_messages import java_double
 from emulator.model.alarms import AlarmSpec, AlarmState, Comparison, TreatMissing, Window
 
 T0 = 1_800_000_000.0  # a period boundary: 30_000_000 x 60
@@ -57,7 +59,7 @@ def windows(pattern: str, start: datetime = START) -> list[Window]:
 
 
 def state_of(s: AlarmSpec, pattern: str) -> AlarmState | None:
-    return al.evaluate(s, windows(pattern), START).state
+    return evaluate(s, windows(pattern), START).state
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -145,13 +147,13 @@ def test_breaching_and_not_breaching_fill_as_few_datapoints_as_needed() -> None:
     ],
 )
 def test_comparison_operators(comparison: Comparison, value: float, breach: bool) -> None:
-    assert al.breaches(comparison, value, 1.0) is breach
+    assert breaches(comparison, value, 1.0) is breach
     one = spec(1, comparison=comparison)
-    assert al.evaluate(one, [Window(START, value, 1.0)], START).state is (ALARM if breach else OK)
+    assert evaluate(one, [Window(START, value, 1.0)], START).state is (ALARM if breach else OK)
 
 
 def test_alarm_reason_lists_the_breaching_datapoints_newest_first() -> None:
-    verdict = al.evaluate(spec(3), windows("0XXX", START), START + timedelta(minutes=5))
+    verdict = evaluate(spec(3), windows("0XXX", START), START + timedelta(minutes=5))
     assert verdict.state is ALARM
     assert verdict.reason == (
         "Threshold Crossed: 3 out of the last 3 datapoints [5.0 (15/01/27 08:03:00), 5.0 (15/01/27 08:02:00), "
@@ -177,7 +179,7 @@ def test_alarm_reason_lists_the_breaching_datapoints_newest_first() -> None:
 
 
 def test_ok_reason_lists_the_datapoints_within_the_threshold() -> None:
-    verdict = al.evaluate(spec(3, 2, comparison=Comparison.LT, threshold=3.0), windows("XX0X"), START)
+    verdict = evaluate(spec(3, 2, comparison=Comparison.LT, threshold=3.0), windows("XX0X"), START)
     assert verdict.state is OK
     assert verdict.reason == (
         "Threshold Crossed: 2 out of the last 3 datapoints [5.0 (15/01/27 08:03:00), 5.0 (15/01/27 08:01:00)] "
@@ -186,22 +188,21 @@ def test_ok_reason_lists_the_datapoints_within_the_threshold() -> None:
 
 
 def test_single_datapoint_and_missing_data_reasons() -> None:
-    one = al.evaluate(spec(1, threshold=2.5), [Window(START, 4.0, 1.0)], START)
+    one = evaluate(spec(1, threshold=2.5), [Window(START, 4.0, 1.0)], START)
     assert (
         one.reason
         == "Threshold Crossed: 1 datapoint [4.0 (15/01/27 08:00:00)] was greater than the threshold (2.5)."
     )
     assert (
-        al.evaluate(spec(3), windows("-----"), START).reason
-        == "Insufficient Data: 3 datapoints were unknown."
+        evaluate(spec(3), windows("-----"), START).reason == "Insufficient Data: 3 datapoints were unknown."
     )
-    filled = al.evaluate(spec(2, treat_missing_data=TreatMissing.NOT_BREACHING), windows("----"), START)
+    filled = evaluate(spec(2, treat_missing_data=TreatMissing.NOT_BREACHING), windows("----"), START)
     assert (filled.state, filled.reason) == (
         OK,
         "Threshold Crossed: no datapoints were received for 2 periods and 2 missing datapoints were "
         "treated as [NonBreaching].",
     )
-    partly = al.evaluate(spec(3, treat_missing_data=TreatMissing.BREACHING), windows("---XX"), START)
+    partly = evaluate(spec(3, treat_missing_data=TreatMissing.BREACHING), windows("---XX"), START)
     assert partly.reason == (
         "Threshold Crossed: 3 out of the last 3 datapoints [5.0 (15/01/27 08:04:00), 5.0 (15/01/27 08:03:00)] "
         "were greater than the threshold (1.0) (1 missing datapoint was treated as [Breaching]) "
@@ -224,7 +225,7 @@ def test_single_datapoint_and_missing_data_reasons() -> None:
     ],
 )
 def test_java_double(value: float, text: str) -> None:
-    assert al.java_double(value) == text
+    assert java_double(value) == text
 
 
 @pytest.mark.parametrize(

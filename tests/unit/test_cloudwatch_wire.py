@@ -26,8 +26,12 @@ from emulator.hosting.monitoring import metrics as m
 from emulator.hosting.monitoring.alarms import AlarmService
 from emulator.hosting.monitoring.metrics import Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
-from emulator.model import alarms as al
-from emulator.wire import cloudwatch_api
+from emulator.model.alarm_messages import (
+    ALARM_EXTENDED_STATISTIC,
+    ALARM_METRIC_MATH,
+    QUERY_EXTENDED_STATISTICS,
+)
+from emulator.wire import cloudwatch_api, cloudwatch_codec
 from emulator.wire.service_models import CLOUDWATCH, operation_model
 
 T0 = 1_800_000_000.0  # a period boundary
@@ -104,10 +108,10 @@ def call(svc: AlarmService, protocol: str, operation: str, validate: bool = True
     )
     if protocol == CBOR:
         assert request["url_path"] == f"/service/GraniteServiceVersion20100801/operation/{operation}"
-        codec = cloudwatch_api.CBOR
+        codec = cloudwatch_codec.CBOR
     else:
         assert request["headers"]["X-Amz-Target"] == f"GraniteServiceVersion20100801.{operation}"
-        codec = cloudwatch_api.JSON
+        codec = cloudwatch_codec.JSON
     resp = cloudwatch_api.dispatch(svc, operation, request["body"], "req-1", codec)
     assert isinstance(resp.body, bytes)
     response = {"status_code": resp.status, "headers": HeadersDict(resp.headers), "body": resp.body}
@@ -337,13 +341,13 @@ ERRORS: list[tuple[str, dict[str, Any], tuple[str, int], str]] = [
             if k not in ("MetricName", "Namespace", "Statistic", "Dimensions", "Period", "Unit")
         },
         VALIDATION,
-        al.ALARM_METRIC_MATH,
+        ALARM_METRIC_MATH,
     ),
     (
         "PutMetricAlarm",
         {k: v for k, v in _alarm(ExtendedStatistic="p99").items() if k != "Statistic"},
         VALIDATION,
-        al.ALARM_EXTENDED_STATISTIC,
+        ALARM_EXTENDED_STATISTIC,
     ),
     (
         "PutMetricAlarm",
@@ -389,7 +393,7 @@ ERRORS: list[tuple[str, dict[str, Any], tuple[str, int], str]] = [
         "GetMetricStatistics",
         _stats(drop="Statistics", ExtendedStatistics=["p99"]),
         ("InvalidParameterValue", 400),
-        al.QUERY_EXTENDED_STATISTICS,
+        QUERY_EXTENDED_STATISTICS,
     ),
     (
         "GetMetricStatistics",
@@ -477,7 +481,7 @@ def test_errors(
 
 @pytest.mark.parametrize("body", [b"\xff\x00garbage", cbor2.dumps([1, 2])])
 def test_undecodable_cbor_is_a_validation_error(svc: AlarmService, body: bytes) -> None:
-    resp = cloudwatch_api.dispatch(svc, "DescribeAlarms", body, "r", cloudwatch_api.CBOR)
+    resp = cloudwatch_api.dispatch(svc, "DescribeAlarms", body, "r", cloudwatch_codec.CBOR)
     assert resp.status == 400 and resp.headers["x-amzn-query-error"] == "ValidationError;Sender"
     assert isinstance(resp.body, bytes)
     assert cbor2.loads(resp.body)["__type"] == "com.amazon.coral.validate#ValidationException"

@@ -10,13 +10,14 @@ import pytest
 import regex
 
 from emulator.errors import MalformedRequest, ValidationFailed
+from emulator.wire.java_patterns import compile_pattern, translate_java_pattern
 from emulator.wire.service_models import (
     SERVICES,
     operation_model,
     operation_names,
     service_model,
 )
-from emulator.wire.validation import compile_pattern, translate_java_pattern, validate_input
+from emulator.wire.validation import validate_input
 
 NAME_PATTERN = "^[a-zA-Z0-9](-*[a-zA-Z0-9])*"  # the model's EndpointName pattern (check below)
 

@@ -2,7 +2,7 @@
 the metric queries (GetMetricStatistics, GetMetricData, ListMetrics).
 
 A background task wakes just after each metric period closes (as AutoScaler's does) and evaluates
-every alarm on the periods closed so far (emulator.model.alarms decides). An action ARN of a scaling
+every alarm on the periods closed so far (emulator.model.alarm_evaluation decides). An action ARN of a scaling
 policy runs through `AutoScaler.alarm_fired` on the transition into the state and again at every
 evaluation while the alarm stays there, as CloudWatch does for Auto Scaling actions; other actions
 (SNS, EC2...) are recorded in the alarm's history as not executed. Definitions and states persist
@@ -28,6 +28,7 @@ from emulator.config import ServerConfig
 from emulator.errors import AlarmNotFound, InvalidFormat, InvalidParameterCombination, InvalidParameterValue
 from emulator.hosting.monitoring.metrics import METRICS, Metrics, StatisticSet, locate, merge_sets
 from emulator.hosting.state_files import write_atomically
+from emulator.model import alarm_evaluation, alarm_messages
 from emulator.model import alarms as al
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ class AlarmService:
         """States only: the autoscaler acts on its own evaluation of the same datapoints."""
         for name, alarm in self._managed_alarms().items():
             now = self._wall()
-            verdict = al.evaluate(alarm.spec, self.windows(alarm.spec, last), now)
+            verdict = alarm_evaluation.evaluate(alarm.spec, self.windows(alarm.spec, last), now)
             if verdict.state is not None and verdict.state is not alarm.state.value:
                 record = al.StateRecord(verdict.state, verdict.reason, verdict.reason_data, now, now)
                 self._managed[name] = dataclasses.replace(alarm, state=record)
@@ -177,7 +178,7 @@ class AlarmService:
         """All or nothing, as DeleteAlarms documents ('In the event of an error, no alarms are deleted')."""
         missing = [n for n in names if n not in self._alarms]
         if missing:
-            raise AlarmNotFound(al.not_found(missing))
+            raise AlarmNotFound(alarm_messages.not_found(missing))
         now = self._wall()
         for name in names:
             self._alarms.pop(name, None)
@@ -196,12 +197,12 @@ class AlarmService:
         """Until the next evaluation; the new state's actions run when the state changes."""
         alarm = self._alarms.get(name)
         if alarm is None:
-            raise AlarmNotFound(al.not_found([name]))
+            raise AlarmNotFound(alarm_messages.not_found([name]))
         if reason_data is not None:
             try:
                 json.loads(reason_data)
             except ValueError as exc:
-                raise InvalidFormat(al.REASON_DATA_NOT_JSON) from exc
+                raise InvalidFormat(alarm_messages.REASON_DATA_NOT_JSON) from exc
         now = self._wall()
         state = al.AlarmState(value)
         changed = state is not alarm.state.value
@@ -247,7 +248,7 @@ class AlarmService:
 
     def _evaluate(self, alarm: al.MetricAlarm, last: int) -> None:
         windows = self.windows(alarm.spec, last)
-        verdict = al.evaluate(alarm.spec, windows, self._wall())
+        verdict = alarm_evaluation.evaluate(alarm.spec, windows, self._wall())
         if verdict.state is not None and verdict.state is not alarm.state.value:
             now = self._wall()
             record = al.StateRecord(verdict.state, verdict.reason, verdict.reason_data, now, now)
@@ -272,7 +273,7 @@ class AlarmService:
 
     def _set_state(self, alarm: al.MetricAlarm, record: al.StateRecord) -> None:
         self._alarms[alarm.spec.name] = dataclasses.replace(alarm, state=record)
-        self._remember(al.state_update(alarm.spec.name, alarm.state, record))
+        self._remember(alarm_evaluation.state_update(alarm.spec.name, alarm.state, record))
         self._persist()
 
     def _act(self, alarm: al.MetricAlarm, newest: float | None, transition: bool) -> None:
@@ -290,12 +291,12 @@ class AlarmService:
                     log.exception("alarm action %s failed", arn)
                     ran, problem = False, f"{type(exc).__name__}: {exc}"
                 else:
-                    problem = al.NO_SUCH_POLICY
+                    problem = alarm_messages.NO_SUCH_POLICY
                 if transition:
-                    summary = al.action_summary(arn, ran, problem)
+                    summary = alarm_messages.action_summary(arn, ran, problem)
                     self._record(spec.name, self._wall(), al.HistoryType.ACTION, summary, {"actionArn": arn})
             elif transition:
-                summary = al.not_executed(arn)
+                summary = alarm_messages.not_executed(arn)
                 self._record(spec.name, self._wall(), al.HistoryType.ACTION, summary, {"actionArn": arn})
 
     def _record(
@@ -340,7 +341,7 @@ class AlarmService:
         `end` (wall-clock), oldest first; periods without data are left out."""
         base = self.config.metrics_period_s
         if period <= 0 or period % base:
-            raise InvalidParameterValue(al.bad_query_period(period, int(base)))
+            raise InvalidParameterValue(alarm_messages.bad_query_period(period, int(base)))
         if start >= end:
             raise InvalidParameterValue("The parameter StartTime must be less than the parameter EndTime.")
         real = self.metrics.period_s
@@ -349,7 +350,7 @@ class AlarmService:
         k = int(period // base)
         wanted = math.ceil((stop - first) / k)
         if limit is not None and wanted > limit:
-            raise InvalidParameterCombination(al.too_many_datapoints(wanted, limit))
+            raise InvalidParameterCombination(alarm_messages.too_many_datapoints(wanted, limit))
         where = self._where(metric, unit)
         if where is None:
             return []
