@@ -13,8 +13,8 @@ from aiohttp import web
 from emulator.config import ServerConfig
 from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.monitoring.alarms import AlarmService
-from emulator.hosting.monitoring.metrics import Metrics
 from emulator.hosting.monitoring.sampler import InstanceRef, Sampler
+from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
 from emulator.model_data.store import ArtifactStore
 from emulator.runtime import labels

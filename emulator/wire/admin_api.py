@@ -15,7 +15,7 @@ from aiohttp import web
 
 from emulator import __version__
 from emulator.hosting.endpoints.service import HostingService
-from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.monitoring.store import Metrics
 from emulator.wire.errors import plain_error
 from emulator.wire.java_patterns import matcher
 from emulator.wire.service_models import SAGEMAKER, operation_model

@@ -18,7 +18,7 @@ from emulator.errors import (
     ValidationFailed,
 )
 from emulator.hosting.monitoring.alarms import AlarmService
-from emulator.hosting.monitoring.metrics import StatisticSet
+from emulator.hosting.monitoring.statistics import StatisticSet
 from emulator.model import alarm_messages
 from emulator.model import alarms as al
 from emulator.wire.timestamps import parse_timestamp

@@ -16,7 +16,7 @@ from multidict import CIMultiDict
 
 from emulator.errors import ModelFault, PayloadTooLarge, SmlocalError, UnknownOperation, ValidationFailed
 from emulator.hosting.endpoints.service import HostingService
-from emulator.hosting.monitoring import metrics as m
+from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.sampler import Sampler
 from emulator.model import messages
 from emulator.wire.errors import runtime_error

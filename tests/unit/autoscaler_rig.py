@@ -12,7 +12,7 @@ from typing import cast
 from emulator.config import ServerConfig
 from emulator.errors import ResourceNotFound, SmlocalError
 from emulator.hosting.endpoints.service import HostingService
-from emulator.hosting.monitoring.metrics import OK, Metrics
+from emulator.hosting.monitoring.store import OK, Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
 from emulator.model import scaling as sc
 from emulator.model.resources import Endpoint, EndpointStatus, VariantSummary

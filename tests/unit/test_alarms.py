@@ -13,9 +13,11 @@ import pytest
 
 from emulator.config import ServerConfig
 from emulator.errors import AlarmNotFound, InvalidFormat, ValidationFailed
-from emulator.hosting.monitoring import metrics as m
+from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.alarms import AlarmService
-from emulator.hosting.monitoring.metrics import ZERO_SET, Metrics, StatisticSet, locate, merge_sets
+from emulator.hosting.monitoring.catalogue import METRICS, locate
+from emulator.hosting.monitoring.statistics import ZERO_SET, StatisticSet, merge_sets
+from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
 from emulator.model import alarms as al
 from emulator.model.alarm_evaluation import breaches, evaluate
@@ -311,7 +313,7 @@ def test_statistic_sets_agree_with_datapoint() -> None:
     metrics.record_utilization("ep", "v", 60.0, 30.0)
     clock.now = T0 + 61  # the period without requests follows
     compared = 0
-    for info in m.METRICS:
+    for info in METRICS:
         sets = metrics.statistic_sets("ep", "v", info.name)
         for index in (INDEX, INDEX + 1):
             for statistic in al.STATISTICS:

@@ -22,9 +22,9 @@ from botocore.awsrequest import HeadersDict
 from botocore.exceptions import ClientError
 
 from emulator.config import ServerConfig
-from emulator.hosting.monitoring import metrics as m
+from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.alarms import AlarmService
-from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
 from emulator.model.alarm_messages import (
     ALARM_EXTENDED_STATISTIC,

@@ -7,9 +7,9 @@ import timeit
 
 import pytest
 
-from emulator.hosting.monitoring import metrics as m
-from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.sampler import InstanceRef, Sampler
+from emulator.hosting.monitoring.store import Metrics
 
 
 class Clock:

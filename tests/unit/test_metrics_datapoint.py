@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from emulator.config import ServerConfig
-from emulator.hosting.monitoring import metrics as m
-from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.monitoring import store as m
+from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.registry import custom_metric_problem
 from emulator.model.scaling import CustomizedMetric
 

@@ -1,13 +1,13 @@
-"""CloudWatch on smlocal's own metrics: metric alarms that run Application Auto Scaling policies, and
-the metric queries (GetMetricStatistics, GetMetricData, ListMetrics).
+"""CloudWatch's metric alarms on smlocal's own metrics, which run Application Auto Scaling policies (the
+metric queries, GetMetricStatistics, GetMetricData and ListMetrics, are the base class: queries.py).
 
 A background task wakes just after each metric period closes (as AutoScaler's does) and evaluates
 every alarm on the periods closed so far (emulator.model.alarm_evaluation decides). An action ARN of a scaling
 policy runs through `AutoScaler.alarm_fired` on the transition into the state and again at every
 evaluation while the alarm stays there, as CloudWatch does for Auto Scaling actions; other actions
 (SNS, EC2...) are recorded in the alarm's history as not executed. Definitions and states persist
-in STATE_DIR/alarms.json; history is kept in memory. Alarm Periods are policy seconds: at
-`--time-scale N` a Period of 60 lasts 60/N wall seconds; timestamps shown are wall-clock.
+in STATE_DIR/alarms.json (alarm_persistence.py); history is kept in memory. Alarm Periods are policy
+seconds: at `--time-scale N` a Period of 60 lasts 60/N wall seconds; timestamps shown are wall-clock.
 See docs/cloudwatch.md.
 """
 
@@ -17,25 +17,23 @@ import asyncio
 import dataclasses
 import json
 import logging
-import math
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol
 
 from emulator.config import ServerConfig
-from emulator.errors import AlarmNotFound, InvalidFormat, InvalidParameterCombination, InvalidParameterValue
-from emulator.hosting.monitoring.metrics import METRICS, Metrics, StatisticSet, locate, merge_sets
-from emulator.hosting.state_files import write_atomically
+from emulator.errors import AlarmNotFound, InvalidFormat
+from emulator.hosting.monitoring import alarm_persistence
+from emulator.hosting.monitoring.queries import MetricQueries
+from emulator.hosting.monitoring.statistics import merge_sets
+from emulator.hosting.monitoring.store import Metrics
 from emulator.model import alarm_evaluation, alarm_messages
 from emulator.model import alarms as al
 
 log = logging.getLogger(__name__)
 
 HISTORY_KEPT = 100  # items per alarm name, in memory [U]
-MAX_STATISTICS_DATAPOINTS = 1440  # GetMetricStatistics' limit
-_UNITS = {m.name: m.unit for m in METRICS}
 
 
 class AlarmActions(Protocol):
@@ -51,7 +49,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class AlarmService:
+class AlarmService(MetricQueries):
     def __init__(
         self,
         config: ServerConfig,
@@ -59,8 +57,7 @@ class AlarmService:
         scaler: AlarmActions,
         wall: Callable[[], datetime] = _now,
     ) -> None:
-        self.config = config
-        self.metrics = metrics
+        super().__init__(config, metrics)
         self.scaler = scaler
         self._wall = wall
         self._alarms: dict[str, al.MetricAlarm] = {}
@@ -76,7 +73,7 @@ class AlarmService:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        for alarm in _load(self._path):
+        for alarm in alarm_persistence.load(self._path):
             self._alarms[alarm.spec.name] = alarm
         self._task = asyncio.get_running_loop().create_task(self._run(), name="alarms")
 
@@ -90,10 +87,7 @@ class AlarmService:
         await self.metrics.after_each_period(self.evaluate, "alarm evaluation")
 
     def _persist(self) -> None:
-        write_atomically(
-            self._path,
-            json.dumps({"version": 1, "alarms": [_dump(a) for a in self._alarms.values()]}, indent=1),
-        )
+        alarm_persistence.save(self._path, self._alarms.values())
 
     # ------------------------------------------------------------------ alarms
 
@@ -309,111 +303,3 @@ class AlarmService:
         if kept is None:
             kept = self._history[item.alarm_name] = deque(maxlen=HISTORY_KEPT)
         kept.append(item)
-
-    # ------------------------------------------------------------------ metric queries
-
-    @staticmethod
-    def _where(metric: al.Metric, unit: str | None) -> tuple[str, str] | None:
-        """The variant whose series holds the metric; None for a metric smlocal does not publish or
-        a Unit other than the metric's (CloudWatch then finds no data)."""
-        where = locate(metric.namespace, metric.name, metric.dimensions)
-        if where is None or (unit is not None and unit != _UNITS[metric.name]):
-            return None
-        return where
-
-    def _sets(self, metric: al.Metric, unit: str | None) -> dict[int, StatisticSet]:
-        where = self._where(metric, unit)
-        return {} if where is None else self.metrics.statistic_sets(*where, metric.name)
-
-    def _stamp(self, index: int) -> datetime:
-        return datetime.fromtimestamp(index * self.metrics.period_s, UTC)
-
-    def statistics(
-        self,
-        metric: al.Metric,
-        unit: str | None,
-        start: datetime,
-        end: datetime,
-        period: int,
-        limit: int | None = MAX_STATISTICS_DATAPOINTS,
-    ) -> list[tuple[datetime, StatisticSet]]:
-        """Datapoints of `period` policy seconds from `start` (rounded down to a metric period) to
-        `end` (wall-clock), oldest first; periods without data are left out."""
-        base = self.config.metrics_period_s
-        if period <= 0 or period % base:
-            raise InvalidParameterValue(alarm_messages.bad_query_period(period, int(base)))
-        if start >= end:
-            raise InvalidParameterValue("The parameter StartTime must be less than the parameter EndTime.")
-        real = self.metrics.period_s
-        first = math.floor(start.timestamp() / real)
-        stop = math.ceil(end.timestamp() / real)
-        k = int(period // base)
-        wanted = math.ceil((stop - first) / k)
-        if limit is not None and wanted > limit:
-            raise InvalidParameterCombination(alarm_messages.too_many_datapoints(wanted, limit))
-        where = self._where(metric, unit)
-        if where is None:
-            return []
-        return [(self._stamp(i), s) for i, s in self.metrics.buckets(*where, metric.name, first, stop, k)]
-
-    def list_metrics(
-        self, namespace: str | None, name: str | None, filters: Iterable[tuple[str, str | None]]
-    ) -> list[al.Metric]:
-        wanted = list(filters)
-        out: list[al.Metric] = []
-        for ns, metric, endpoint, variant in self.metrics.published():
-            dims = {"EndpointName": endpoint, "VariantName": variant}
-            if (namespace is None or ns == namespace) and (name is None or metric == name):
-                if all(k in dims and (v is None or dims[k] == v) for k, v in wanted):
-                    out.append(al.Metric(ns, metric, tuple(dims.items())))
-        return sorted(out, key=lambda m: (m.namespace, m.name, m.dimensions))
-
-    @staticmethod
-    def unit_of(metric: al.Metric) -> str | None:
-        return _UNITS.get(metric.name)
-
-
-# ---------------------------------------------------------------------- alarms.json
-
-
-def _dump(a: al.MetricAlarm) -> dict[str, Any]:
-    s = a.state
-    return {
-        "spec": dataclasses.asdict(a.spec),
-        "arn": a.arn,
-        "configured": a.configuration_updated.isoformat(),
-        "state": [s.value.value, s.reason, s.reason_data, s.updated.isoformat(), s.transitioned.isoformat()],
-    }
-
-
-def _undump(d: dict[str, Any]) -> al.MetricAlarm:
-    spec = dict(d["spec"])
-    m = spec.pop("metric")
-    dims = tuple((str(k), str(v)) for k, v in m["dimensions"])
-    metric = al.Metric(str(m["namespace"]), str(m["name"]), dims)
-    treat = spec.pop("treat_missing_data")
-    for key in ("ok_actions", "alarm_actions", "insufficient_data_actions"):
-        spec[key] = tuple(spec[key])
-    comparison = al.Comparison(spec.pop("comparison"))
-    parsed = al.AlarmSpec(
-        metric=metric,
-        comparison=comparison,
-        treat_missing_data=None if treat is None else al.TreatMissing(treat),
-        **spec,
-    )
-    value, reason, data, updated, transitioned = d["state"]
-    when = datetime.fromisoformat
-    state = al.StateRecord(al.AlarmState(value), reason, data, when(updated), when(transitioned))
-    return al.MetricAlarm(parsed, str(d["arn"]), datetime.fromisoformat(d["configured"]), state)
-
-
-def _load(path: Path) -> list[al.MetricAlarm]:
-    """No file: no alarms; an unreadable or malformed file is logged and ignored."""
-    try:
-        document = json.loads(path.read_text())
-        return [_undump(d) for d in document["alarms"]]
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        log.warning("ignoring unreadable %s: %s", path, exc)
-        return []

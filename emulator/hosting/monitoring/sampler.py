@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.monitoring.store import Metrics
 
 log = logging.getLogger(__name__)
 

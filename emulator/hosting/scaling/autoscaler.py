@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from emulator.config import ServerConfig
 from emulator.errors import ResourceNotFound, SmlocalError, ValidationFailed
 from emulator.hosting.endpoints.service import HostingService
-from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling import store as scaling_store
 from emulator.hosting.scaling.registry import ScalingRegistry, variant_of
 from emulator.model import alarms as al

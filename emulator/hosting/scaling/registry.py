@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from emulator.errors import ArnNotFound, ObjectNotFound, TooManyTags, ValidationFailed
-from emulator.hosting.monitoring.metrics import COUNT_METRICS, METRICS
+from emulator.hosting.monitoring.catalogue import COUNT_METRICS, METRICS
 from emulator.model import messages
 from emulator.model import scaling as sc
 

@@ -1,0 +1,232 @@
+"""The metric store: SageMaker's endpoint metrics (docs/metrics.md) aggregated in memory, per endpoint
+and variant, in periods of `period_s` (CloudWatch's one minute by default) aligned on the epoch, the
+last `keep` periods kept. Alongside the periods, running totals feed the Prometheus exposition
+(counters never go back to zero while the server runs).
+
+`record` is on the request path: two dict lookups, one integer division, a handful of attribute
+updates on __slots__ objects; a new object only when a period starts. It runs on the event loop,
+so it needs no lock. CPU and memory are sampled by `sampler.Sampler`, a background task, once per period.
+See docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from emulator.hosting.monitoring import exposition
+from emulator.hosting.monitoring.catalogue import COUNT_METRICS, METRICS, METRICS_BY_NAME
+from emulator.hosting.monitoring.series import Period, VariantSeries
+from emulator.hosting.monitoring.statistics import ZERO_SET, StatisticSet, merge_sets, statistic_set
+
+log = logging.getLogger(__name__)
+
+#: How a request that reached the model ended (InvocationModelErrors counts every non-OK kind).
+OK = 0
+CLIENT_ERROR = 4  # the model answered 4xx
+SERVER_ERROR = 5  # the model answered 5xx
+OTHER_ERROR = 1  # timeout, socket error, malformed or oversized answer, other non-2xx status
+
+
+class Metrics:
+    """All endpoints' series. `clock` is epoch seconds (periods align on it, as CloudWatch's minutes)."""
+
+    def __init__(
+        self,
+        period_s: float = 60.0,
+        keep: int = 60,
+        clock: Callable[[], float] = time.time,
+        instance_count: Callable[[str, str], int] | None = None,
+    ) -> None:
+        if period_s <= 0:
+            raise ValueError("period_s must be positive")
+        self.period_s = period_s
+        self.keep = keep
+        self._clock = clock
+        #: Resolves a variant's instance count the first time a series is seen (later: `set_instances`).
+        self.instance_count = instance_count
+        self._series: dict[str, dict[str, VariantSeries]] = {}
+        #: Faults that could not be attributed to a variant (docs/metrics.md).
+        self.unattributed = 0
+
+    # ------------------------------------------------------------------ the request path
+
+    def _get(self, endpoint: str, variant: str, index: int) -> VariantSeries:
+        variants = self._series.get(endpoint)
+        if variants is None:
+            variants = self._series[endpoint] = {}
+        series = variants.get(variant)
+        if series is None:
+            count = self.instance_count(endpoint, variant) if self.instance_count is not None else 1
+            series = variants[variant] = VariantSeries(endpoint, variant, count, self.keep, index)
+        return series
+
+    def record(self, endpoint: str, variant: str, outcome: int, model_s: float, total_s: float) -> None:
+        """One request that reached the model: its outcome, the container call's and the whole
+        request's durations in seconds."""
+        index = int(self._clock() // self.period_s)
+        variants = self._series.get(endpoint)
+        series = variants.get(variant) if variants is not None else None
+        if series is None:
+            series = self._get(endpoint, variant, index)
+        p = series.current if series.current.index == index else series.period(index)
+        share = 1.0 / series.instances
+        model_us = model_s * 1e6
+        overhead_us = (total_s - model_s) * 1e6
+        if overhead_us < 0.0:
+            overhead_us = 0.0
+        p.invocations += 1
+        p.per_instance += share
+        # Stat.add inlined for the period's statistics (a method call each costs more than the work)
+        st = p.model_latency
+        st.sum += model_us
+        st.count += 1
+        if model_us < st.min:
+            st.min = model_us
+        if model_us > st.max:
+            st.max = model_us
+        st = p.overhead_latency
+        st.sum += overhead_us
+        st.count += 1
+        if overhead_us < st.min:
+            st.min = overhead_us
+        if overhead_us > st.max:
+            st.max = overhead_us
+        series.invocations += 1
+        series.per_instance += share
+        series.model_latency_sum += model_us
+        series.overhead_latency_sum += overhead_us
+        if outcome:
+            p.model_errors += 1
+            series.model_errors += 1
+            if outcome == CLIENT_ERROR:
+                p.errors_4xx += 1
+                series.errors_4xx += 1
+            elif outcome == SERVER_ERROR:
+                p.errors_5xx += 1
+                series.errors_5xx += 1
+
+    # ------------------------------------------------------------------ off the request path
+
+    def set_instances(self, endpoint: str, variant: str, count: int) -> None:
+        series = self._get(endpoint, variant, int(self._clock() // self.period_s))
+        series.instances = max(count, 1)
+
+    def record_utilization(
+        self, endpoint: str, variant: str, cpu: float | None, memory: float | None
+    ) -> None:
+        """One instance's sample (percent; CPU summed over cores)."""
+        index = int(self._clock() // self.period_s)
+        series = self._get(endpoint, variant, index)
+        p = series.period(index)
+        if cpu is not None:
+            p.cpu.add(cpu)
+            series.cpu_last = cpu
+        if memory is not None:
+            p.memory.add(memory)
+            series.memory_last = memory
+
+    async def after_each_period(self, evaluate: Callable[[], None], what: str) -> None:
+        """Call `evaluate` just after each period closes, as CloudWatch evaluates complete
+        datapoints, until cancelled; a failing call is logged and the next period tried."""
+        period = self.period_s
+        while True:
+            now = self._clock()
+            await asyncio.sleep((int(now // period) + 1) * period - now + min(0.05 * period, 1.0))
+            try:
+                evaluate()
+            except Exception:  # noqa: BLE001 - one bad evaluation must not stop the next ones
+                log.exception("%s failed", what)
+
+    def period_index(self) -> int:
+        """The index of the period now running (periods align on the epoch)."""
+        return int(self._clock() // self.period_s)
+
+    def datapoint(self, endpoint: str, variant: str, name: str, statistic: str, index: int) -> float | None:
+        """One statistic of one metric in one period, as a CloudWatch alarm reads it. Invocation
+        counts of a period without requests are 0 (SageMaker emits zeros); latencies and
+        utilisation without samples are missing (None)."""
+        series = self._series.get(endpoint, {}).get(variant)
+        period = None
+        if series is not None:
+            period = next((p for p in series.periods() if p.index == index), None)
+        stats = statistic_set(name, period if period is not None else Period(index))
+        return None if stats is None else stats.value(statistic)
+
+    def forget(self, endpoint: str) -> None:
+        self._series.pop(endpoint, None)
+
+    def series(self, endpoint: str | None = None) -> list[VariantSeries]:
+        if endpoint is not None:
+            return list(self._series.get(endpoint, {}).values())
+        return [s for variants in self._series.values() for s in variants.values()]
+
+    def endpoints(self) -> list[str]:
+        return list(self._series)
+
+    # ------------------------------------------------------------------ CloudWatch's view (alarms, queries)
+
+    def statistic_sets(self, endpoint: str, variant: str, name: str) -> dict[int, StatisticSet]:
+        """One metric's datapoints by period index, over the periods kept (the current, incomplete
+        one included). Count metrics have the zero set for periods without requests from the first
+        period the series has seen; other metrics only where they have samples. Empty for a variant
+        smlocal has not seen."""
+        series = self._series.get(endpoint, {}).get(variant)
+        if series is None or name not in METRICS_BY_NAME:
+            return {}
+        now = self.period_index()
+        periods = series.periods()
+        first = max(periods[0].index, now - self.keep + 1)
+        out: dict[int, StatisticSet] = {}
+        if name in COUNT_METRICS:
+            for index in range(first, now + 1):
+                out[index] = ZERO_SET
+        for p in periods:
+            if first <= p.index <= now:
+                found = statistic_set(name, p)
+                if found is not None:
+                    out[p.index] = found
+        return out
+
+    def buckets(
+        self, endpoint: str, variant: str, name: str, first: int, end: int, k: int
+    ) -> list[tuple[int, StatisticSet]]:
+        """One metric's datapoints for a Period of `k` metric periods: buckets of periods
+        [first + j*k, first + (j+1)*k) that start before period `end`, each merged from the periods
+        kept, oldest first, by the index of their first period; buckets without data are left out."""
+        if k <= 0:
+            raise ValueError("k must be positive")
+        sets = self.statistic_sets(endpoint, variant, name)
+        if not sets:
+            return []
+        lo, hi = min(sets), max(sets)
+        start = first + max(0, (lo - first) // k) * k
+        out: list[tuple[int, StatisticSet]] = []
+        while start < end and start <= hi:
+            merged = merge_sets(sets[i] for i in range(start, start + k) if i in sets)
+            if merged is not None:
+                out.append((start, merged))
+            start += k
+        return out
+
+    def published(self) -> list[tuple[str, str, str, str]]:
+        """(namespace, metric, endpoint, variant) of every metric with data among the kept periods."""
+        out: list[tuple[str, str, str, str]] = []
+        for s in self.series():
+            for info in METRICS:
+                if self.statistic_sets(s.endpoint, s.variant, info.name):
+                    out.append((info.namespace, info.name, s.endpoint, s.variant))
+        return out
+
+    # ------------------------------------------------------------------ exposition (exposition.py)
+
+    def report(self, endpoint: str) -> dict[str, Any]:
+        """The JSON view: per variant, one entry per period with CloudWatch's names and statistics."""
+        return exposition.report(endpoint, self.series(endpoint), self.period_s, self.period_index())
+
+    def prometheus(self) -> str:
+        """The text exposition format (version 0.0.4)."""
+        return exposition.prometheus(self.series())
