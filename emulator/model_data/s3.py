@@ -22,7 +22,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from emulator.config import ArchiveLimits
 from emulator.model.resources import ModelDataSource
 from emulator.model_data.cache import ModelCache
 from emulator.model_data.extract import FILE_MODE
@@ -58,18 +57,13 @@ class S3Fetcher:
     """Fetches S3 model data into `cache`; `deadline` gives the running materialize call's deadline."""
 
     def __init__(
-        self,
-        cache: ModelCache,
-        limits: ArchiveLimits,
-        client_factory: Callable[[], Any],
-        deadline: Callable[[], Deadline],
+        self, cache: ModelCache, client_factory: Callable[[], Any], deadline: Callable[[], Deadline]
     ) -> None:
         self.cache = cache
-        self.limits = limits
-        self.tmp_dir = cache.tmp_dir
-        self._factory = client_factory
+        self.limits = cache.limits
         self._client: Any = None
         self._guard = threading.Lock()  # protects _client
+        self._factory = client_factory
         self._deadline = deadline
 
     def _check_deadline(self) -> None:
@@ -91,7 +85,7 @@ class S3Fetcher:
             known = self.cache.lookup(fingerprint)
             if known is not None:
                 return known
-            fd, name = tempfile.mkstemp(prefix="download-", suffix=".tar.gz", dir=self.tmp_dir)
+            fd, name = tempfile.mkstemp(prefix="download-", suffix=".tar.gz", dir=self.cache.tmp_dir)
             os.close(fd)
             archive = Path(name)
             try:

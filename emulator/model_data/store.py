@@ -67,7 +67,7 @@ class ArtifactStore:
         self.index_file = self._cache.index_file
         self.max_extracted_bytes = self._cache.max_extracted_bytes
         self._local = LocalFetcher(self._cache, self.local_dirs, self._check_deadline)
-        self._s3 = S3Fetcher(self._cache, self.limits, s3_client_factory, self._current_deadline)
+        self._s3 = S3Fetcher(self._cache, s3_client_factory, self._current_deadline)
 
     @classmethod
     def for_server(cls, config: ServerConfig, s3_client_factory: Callable[[], Any]) -> ArtifactStore:
