@@ -271,7 +271,8 @@ class Target:
             empty.mkdir(parents=True, exist_ok=True)
             return empty
         from emulator.errors import ValidationFailed
-        from emulator.model_data.store import ArtifactStore, ModelDataFailure
+        from emulator.model_data.sources import ModelDataFailure
+        from emulator.model_data.store import ArtifactStore
 
         source = ModelDataSource(uri=self.config.model_data)
         store = ArtifactStore(self.config.cache_dir / "artifacts", _s3_client)

@@ -18,7 +18,9 @@ from botocore.config import Config
 
 from emulator.config import ArchiveLimits
 from emulator.errors import ModelDataError, ModelDataNotFound, ValidationFailed
-from emulator.model_data.store import ArtifactStore, ModelDataFailure, ModelDataSource
+from emulator.model.resources import ModelDataSource
+from emulator.model_data.sources import ModelDataFailure
+from emulator.model_data.store import ArtifactStore
 
 
 def _targz(files: dict[str, bytes]) -> bytes:

@@ -16,7 +16,9 @@ import pytest
 
 from emulator.config import ArchiveLimits
 from emulator.errors import ModelDataError
-from emulator.model_data.store import ArtifactStore, ModelDataFailure, ModelDataSource
+from emulator.model.resources import ModelDataSource
+from emulator.model_data.sources import ModelDataFailure
+from emulator.model_data.store import ArtifactStore
 
 
 def _no_s3() -> Any:

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from emulator.config import ArchiveLimits
-from emulator.model_data.sources import extract_failed_message
-from emulator.model_data.store import ArtifactStore, ModelDataFailure, ModelDataSource
+from emulator.model.resources import ModelDataSource
+from emulator.model_data.sources import ModelDataFailure, extract_failed_message
+from emulator.model_data.store import ArtifactStore
 from tests.fixtures import archive_bombs as bombs
 
 #: The stated bound on the server's extra memory while it refuses any archive.

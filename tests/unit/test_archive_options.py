@@ -56,7 +56,8 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_local_directory_outside_the_roots_is_refused(tmp_path: Path) -> None:
     from emulator.errors import ValidationFailed
-    from emulator.model_data.store import ModelDataFailure, ModelDataSource
+    from emulator.model.resources import ModelDataSource
+    from emulator.model_data.sources import ModelDataFailure
 
     allowed = tmp_path / "allowed"
     (allowed / "model").mkdir(parents=True)

@@ -1,0 +1,192 @@
+"""Acting on a scaling decision: the variant's capacity and range, the cooldowns, and the scaling
+activity that changes the capacity through UpdateEndpointWeightsAndCapacities (one at a time per
+target), recorded as it starts and when it ends (shared/spec/hosting-contract.md §9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+
+from emulator.config import ServerConfig
+from emulator.errors import ResourceNotFound, SmlocalError, ValidationFailed
+from emulator.hosting.endpoints.service import HostingService
+from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.scaling.registry import variant_of
+from emulator.hosting.scaling.target_state import TargetState, TargetStates
+from emulator.model import messages
+from emulator.model import scaling as sc
+from emulator.model.resources import EndpointStatus
+
+
+class Actuator:
+    def __init__(
+        self,
+        config: ServerConfig,
+        service: HostingService,
+        metrics: Metrics,
+        states: TargetStates,
+        wall: Callable[[], datetime],
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.config = config
+        self.service = service
+        self.metrics = metrics
+        self.states = states
+        self._wall = wall
+        self._monotonic = monotonic
+
+    def live(
+        self, key: sc.TargetKey, target: sc.ScalableTarget
+    ) -> tuple[sc.VariantRef, TargetState, int] | None:
+        """The target's variant, state and capacity when it may scale now (no activity running, the
+        endpoint InService, the capacity within range), else None."""
+        state = self.states.of(key)
+        if state.action is not None and not state.action.done():
+            return None  # one scaling activity at a time per target
+        ref = variant_of(key)
+        try:
+            current = self.capacity(ref)
+        except (ResourceNotFound, ValidationFailed):
+            return None  # not InService now (an update or a deletion under way)
+        if self.enforce_range(target, ref, current):
+            return None
+        return ref, state, current
+
+    def cooling(self, state: TargetState, direction: str) -> bool:
+        now = self._monotonic()
+        if direction == "out":
+            return state.scale_out_at is not None and now < state.scale_out_at + state.scale_out_cooldown_s
+        return state.scale_in_at is not None and now < state.scale_in_at + state.scale_in_cooldown_s
+
+    def decide(
+        self,
+        target: sc.ScalableTarget,
+        ref: sc.VariantRef,
+        state: TargetState,
+        current: int,
+        wanted: int,
+        cause: str,
+        cooldown: int,
+    ) -> None:
+        """Scale to `wanted` within the target's range, or record why not (once per reason)."""
+        capacity = self._bounded(target, wanted)
+        if capacity == current:
+            reason = sc.not_scaled(wanted, current, target)
+            if reason is not None and state.last_not_scaled != reason.code:
+                state.last_not_scaled = reason.code
+                self.states.record_not_scaled(target.key, wanted, cause, reason)
+            return
+        direction = "out" if capacity > current else "in"
+        if direction == "out":
+            state.scale_out_from = current
+        self._act(target.key, ref, capacity, cause, direction, self.config.real_seconds(cooldown))
+
+    def _bounded(self, target: sc.ScalableTarget, capacity: int) -> int:
+        # [U] smlocal keeps at least one instance per variant (no scale-to-zero yet)
+        return max(sc.clamp(capacity, target), 1)
+
+    def capacity(self, ref: sc.VariantRef, registering: bool = False) -> int:
+        """The variant's desired instance count; ValidationFailed unless the endpoint is InService."""
+        try:
+            endpoint = self.service.describe_endpoint(ref.endpoint)
+        except ResourceNotFound as exc:
+            raise ValidationFailed(messages.scaling_endpoint_not_found(ref.endpoint)) from exc
+        if endpoint.name != ref.endpoint:
+            raise ValidationFailed(messages.scaling_endpoint_not_found(ref.endpoint))
+        variant = next((v for v in endpoint.production_variants if v.variant_name == ref.variant), None)
+        if variant is None:
+            raise ValidationFailed(messages.scaling_variant_not_found(ref.variant, ref.endpoint))
+        if endpoint.status is not EndpointStatus.IN_SERVICE:
+            if registering:
+                raise ValidationFailed(messages.endpoint_not_in_service(ref.endpoint, endpoint.status.value))
+            raise ValidationFailed("not InService")
+        count = variant.desired_instance_count
+        return variant.current_instance_count if count is None else count
+
+    def enforce_range(self, target: sc.ScalableTarget, ref: sc.VariantRef, current: int) -> bool:
+        """After RegisterScalableTarget, a capacity outside [MinCapacity, MaxCapacity] is brought
+        inside at once (or as soon as the running activity ends). Manual changes later are left
+        alone until a policy acts [U]."""
+        state = self.states.of(target.key)
+        if not state.range_changed or (state.action is not None and not state.action.done()):
+            return False
+        state.range_changed = False
+        capacity = self._bounded(target, current)
+        if capacity == current:
+            return False
+        if capacity > current:
+            cause = f"minimum capacity was set to {target.min_capacity}"
+        else:
+            cause = f"maximum capacity was set to {target.max_capacity}"
+        self._act(target.key, ref, capacity, cause, None, 0.0)
+        return True
+
+    # ------------------------------------------------------------------ scaling activities
+
+    def _act(
+        self,
+        key: sc.TargetKey,
+        ref: sc.VariantRef,
+        capacity: int,
+        cause: str,
+        direction: str | None,
+        cooldown_s: float,
+    ) -> None:
+        state = self.states.of(key)
+        state.last_not_scaled = None
+        activity = sc.ScalingActivity(
+            activity_id=str(uuid.uuid4()),
+            key=key,
+            description=f"Setting desired instance count to {capacity}.",
+            cause=cause,
+            start_time=self._wall(),
+            status=sc.ActivityStatus.IN_PROGRESS,
+        )
+        self.states.append(activity)
+        self.service.deployer.platform_log(
+            ref.endpoint, f"autoscaling: {ref.variant}: {activity.description} ({cause})"
+        )
+        state.action = asyncio.ensure_future(self._scale(activity, ref, capacity, direction, cooldown_s))
+
+    async def _scale(
+        self,
+        activity: sc.ScalingActivity,
+        ref: sc.VariantRef,
+        capacity: int,
+        direction: str | None,
+        cooldown_s: float,
+    ) -> None:
+        state = self.states.of(activity.key)
+        failure: str | None = None
+        try:
+            self.service.update_endpoint_weights_and_capacities(
+                ref.endpoint, ((ref.variant, None, capacity),)
+            )
+            await self.service.settled(ref.endpoint)
+            endpoint = self.service.describe_endpoint(ref.endpoint)
+            failure = endpoint.failure_reason
+        except SmlocalError as exc:
+            failure = exc.message
+        if failure is None:
+            status = sc.ActivityStatus.SUCCESSFUL
+            message = (
+                f"Successfully set desired instance count to {capacity}. "
+                "Change successfully fulfilled by sagemaker."
+            )
+            self.metrics.set_instances(ref.endpoint, ref.variant, capacity)
+        else:
+            status = sc.ActivityStatus.FAILED
+            message = f"Failed to set desired instance count to {capacity}. Reason: {failure}"
+        self.states.replace(
+            dataclasses.replace(activity, status=status, status_message=message, end_time=self._wall())
+        )
+        now = self._monotonic()
+        if direction == "out":
+            state.scale_out_at, state.scale_out_cooldown_s = now, cooldown_s
+            state.scale_in_at = None  # a scale-out ends the scale-in cooldown
+        elif direction == "in":
+            state.scale_in_at, state.scale_in_cooldown_s = now, cooldown_s
