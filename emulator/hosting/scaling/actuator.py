@@ -14,7 +14,7 @@ from datetime import datetime
 from emulator.config import ServerConfig
 from emulator.errors import ResourceNotFound, SmlocalError, ValidationFailed
 from emulator.hosting.endpoints.service import HostingService
-from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.registry import variant_of
 from emulator.hosting.scaling.target_state import TargetState, TargetStates
 from emulator.model import messages

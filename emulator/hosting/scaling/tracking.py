@@ -8,7 +8,7 @@ outside the cooldowns (shared/spec/hosting-contract.md §9; docs/autoscaling.md)
 from __future__ import annotations
 
 from emulator.config import ServerConfig
-from emulator.hosting.monitoring.metrics import Metrics
+from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.actuator import Actuator
 from emulator.hosting.scaling.registry import ScalingRegistry, variant_of
 from emulator.hosting.scaling.target_state import TargetState
