@@ -4,8 +4,8 @@ Exit status: 0 when no check failed or errored (skipped checks are fine), 1 when
 error (unknown check id, image not found locally, unreadable --payload, bad --env, a --model-data that
 is no model data URL at all), 3 when no Docker engine answers. Model data that cannot be fetched or
 extracted is no usage error: the model-data.extracts check FAILS with SageMaker's text.
-emulator/cli.py adds the `check` subcommand with add_arguments() and run(); `python3 -m
-contract_tests.cli IMAGE ...` is the same command on its own.
+emulator/cli.py adds the `check` subcommand with add_arguments(), emulator/commands/standalone.py calls
+run(); `python3 -m contract_tests.cli IMAGE ...` is the same command on its own.
 
 This module imports only argparse at import time: `smlocal --help` must not load Docker or the checks.
 """

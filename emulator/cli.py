@@ -1,4 +1,4 @@
-"""The `smlocal` command. The only module that reads os.environ; it builds the frozen config.
+"""The `smlocal` command: its parser and its entry point, main(); emulator.commands does the work.
 
 smlocal setup                      start a Docker engine (installing Debian's when needed), base image
 smlocal serve                      serve SageMaker's control plane and runtime on one port
@@ -8,72 +8,31 @@ smlocal ls | logs ENDPOINT [--variant V] [--instance I] [--follow] | metrics END
 smlocal delete ENDPOINT | down [--state-dir D | --all]
 smlocal check IMAGE [--check ID ...] [--json F] [--junit F]   the hosting-contract checks (contract_tests)
 smlocal demo [--out PNG] [--prompt TEXT] [--gpu [--torch cuda]] [--port P] [--keep]   the SD sample end to end
+
+The CLI (this module and emulator.commands) is the only code that reads os.environ; it builds the
+frozen config.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
-import re
 import sys
-import time
 from collections.abc import Sequence
-from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
 from contract_tests.cli import add_arguments as check_arguments
 from emulator import __version__
-from emulator.admin_client import admin_request, admin_stream, error_message
-from emulator.config import (
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    DEFAULT_REGION,
-    ArchiveLimits,
-    ContractLimits,
-    ServerConfig,
-)
+from emulator.commands.client import ENDPOINT_URL_ENV
+from emulator.commands.endpoints import cmd_delete, cmd_deploy, cmd_invoke, cmd_logs, cmd_ls, cmd_metrics
+from emulator.commands.server import DEFAULT_STATE_DIR, cmd_down, cmd_serve, cmd_setup
+from emulator.commands.standalone import cmd_check, cmd_demo
+from emulator.config import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, ArchiveLimits, ContractLimits
 from emulator.errors import SmlocalError
 
-ENDPOINT_URL_ENV = "SMLOCAL_ENDPOINT_URL"
-DEFAULT_STATE_DIR = ".smlocal"
 #: The demo's PNG: inside .smlocal/ (git-ignored) with the demo's state and build folders.
 DEMO_OUT = ".smlocal/sd-demo.png"
 #: Loggers that print a line per HTTP request at INFO: the CLI's output is its own lines only.
 QUIET_LOGGERS = ("httpx", "httpcore")
-
-
-def _endpoint_url(args: argparse.Namespace) -> str:
-    return str(
-        args.endpoint_url
-        or os.environ.get(ENDPOINT_URL_ENV)
-        or os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER")
-        or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
-    )
-
-
-def _clients(args: argparse.Namespace) -> tuple[Any, Any]:
-    import boto3
-    from botocore.config import Config
-
-    url = _endpoint_url(args)
-    session = boto3.session.Session(
-        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "smlocal"),
-        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "smlocal"),
-        region_name=os.environ.get("AWS_DEFAULT_REGION", os.environ.get("AWS_REGION", DEFAULT_REGION)),
-    )
-    config = Config(retries={"max_attempts": 1, "mode": "standard"}, read_timeout=120)
-    return (
-        session.client("sagemaker", endpoint_url=url, config=config),
-        session.client("sagemaker-runtime", endpoint_url=url, config=config),
-    )
-
-
-def cmd_setup(args: argparse.Namespace) -> int:
-    from emulator.runtime import setup
-
-    return setup.main()
 
 
 def _positive_float(text: str) -> float:
@@ -160,240 +119,6 @@ class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
             return text
         return super()._get_help_string(action)
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from emulator.server import serve_forever
-
-    limits = ContractLimits()
-    if args.stop_grace is not None:
-        limits = limits.replace(stop_grace_s=args.stop_grace)
-    if args.invocation_timeout is not None:
-        limits = limits.replace(invocation_timeout_s=args.invocation_timeout)
-    if args.startup_timeout is not None:
-        limits = limits.replace(startup_timeout_s=args.startup_timeout)
-    config = ServerConfig(
-        state_dir=Path(args.state_dir).resolve(),
-        host=args.host,
-        port=args.port,
-        region=args.region,
-        account_id=args.account_id,
-        limits=limits,
-        s3_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
-        time_scale=args.time_scale,
-        archive_limits=ArchiveLimits(
-            max_header_bytes=args.archive_max_header_bytes,
-            max_entries=args.archive_max_entries,
-            max_extracted_bytes=args.archive_max_bytes,
-            max_ratio=args.archive_max_ratio,
-            max_trailing_bytes=args.archive_max_trailing_bytes,
-        ),
-        local_model_dirs=tuple(Path(d).resolve() for d in args.allow_local_model_dir) or None,
-    )
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        logging.warning("serving on %s: reachable from other machines", args.host)
-    serve_forever(config, keep_containers=args.keep_containers, event_loop=args.event_loop)
-    return 0
-
-
-def _default_name(image: str) -> str:
-    repo = image.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
-    stem = re.sub(r"[^a-zA-Z0-9]+", "-", repo).strip("-")[:40] or "model"
-    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def _wait_in_service(sm: Any, name: str, timeout_s: float) -> dict[str, Any]:
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    deadline = time.monotonic() + timeout_s
-    with console.status(f"Creating endpoint {name}...") as status:
-        while True:
-            described: dict[str, Any] = sm.describe_endpoint(EndpointName=name)
-            state = described["EndpointStatus"]
-            status.update(f"Endpoint {name}: {state}")
-            if state != "Creating" or time.monotonic() > deadline:
-                return described
-            time.sleep(0.2)
-
-
-def cmd_deploy(args: argparse.Namespace) -> int:
-    sm, _ = _clients(args)
-    name = args.name or _default_name(args.image)
-    env = dict(args.env)  # (key, value) pairs: _key_value checked each
-    container: dict[str, Any] = {"Image": args.image, "Environment": env}
-    if args.model_data:
-        container["ModelDataUrl"] = args.model_data
-    sm.create_model(ModelName=name, PrimaryContainer=container)
-    variant = {
-        "VariantName": args.variant_name,
-        "ModelName": name,
-        "InitialInstanceCount": args.instance_count,
-        "InstanceType": args.instance_type,
-    }
-    sm.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[variant])
-    sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
-    if args.no_wait:
-        print(name)
-        return 0
-    described = _wait_in_service(sm, name, args.timeout)
-    if described["EndpointStatus"] != "InService":
-        print(
-            f"Endpoint {name} is {described['EndpointStatus']}: {described.get('FailureReason', '')}",
-            file=sys.stderr,
-        )
-        return 1
-    print(name)
-    return 0
-
-
-def cmd_invoke(args: argparse.Namespace) -> int:
-    _, rt = _clients(args)
-    if args.body_file:
-        try:
-            body = Path(args.body_file).read_bytes()
-        except OSError as exc:
-            raise SmlocalError(f"Cannot read --body-file {args.body_file}: {exc.strerror or exc}") from exc
-    else:
-        body = args.body.encode()
-    kwargs: dict[str, Any] = {"EndpointName": args.endpoint, "Body": body}
-    if args.content_type:
-        kwargs["ContentType"] = args.content_type
-    if args.accept:
-        kwargs["Accept"] = args.accept
-    if args.custom_attributes:
-        kwargs["CustomAttributes"] = args.custom_attributes
-    response = rt.invoke_endpoint(**kwargs)
-    data = response["Body"].read()
-    if args.output:
-        Path(args.output).write_bytes(data)
-        print(f"{len(data)} bytes ({response.get('ContentType')}) written to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.buffer.write(data)
-        if not data.endswith(b"\n"):
-            sys.stdout.buffer.write(b"\n")
-    return 0
-
-
-def cmd_ls(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    sm, _ = _clients(args)
-    table = Table("endpoint", "status", "created", "failure reason")
-    for page in sm.get_paginator("list_endpoints").paginate():
-        for e in page["Endpoints"]:
-            reason = ""
-            if e["EndpointStatus"] == "Failed":
-                reason = sm.describe_endpoint(EndpointName=e["EndpointName"]).get("FailureReason", "")
-            table.add_row(e["EndpointName"], e["EndpointStatus"], str(e["CreationTime"]), reason)
-    Console().print(table)
-    return 0
-
-
-def cmd_logs(args: argparse.Namespace) -> int:
-    import httpx
-
-    params = {k: v for k, v in (("variant", args.variant), ("instance", args.instance)) if v}
-    if args.tail:
-        params["tail"] = str(args.tail)
-    base, path = _endpoint_url(args), f"endpoints/{args.endpoint}/logs"
-    if args.follow:
-        params["follow"] = "1"
-        try:
-            with admin_stream(base, path, params=params, timeout=httpx.Timeout(30, read=None)) as stream:
-                if stream.status_code != 200:
-                    stream.read()
-                    print(f"smlocal: {error_message(stream)}", file=sys.stderr)
-                    return 1
-                for chunk in stream.iter_text():
-                    sys.stdout.write(chunk)
-                    sys.stdout.flush()
-        except KeyboardInterrupt:
-            return 0
-        return 0
-    resp = admin_request(base, "GET", path, params=params)
-    if resp.status_code != 200:
-        print(f"smlocal: {error_message(resp)}", file=sys.stderr)
-        return 1
-    sys.stdout.write(resp.text)
-    return 0
-
-
-def cmd_metrics(args: argparse.Namespace) -> int:
-    import json
-
-    from emulator.metrics_table import print_metrics
-
-    resp = admin_request(_endpoint_url(args), "GET", f"endpoints/{args.endpoint}/metrics")
-    if resp.status_code != 200:
-        print(f"smlocal: {error_message(resp)}", file=sys.stderr)
-        return 1
-    report = resp.json()
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    print_metrics(report, args.endpoint)
-    return 0
-
-
-def cmd_delete(args: argparse.Namespace) -> int:
-    sm, _ = _clients(args)
-    described = sm.describe_endpoint(EndpointName=args.endpoint)
-    sm.delete_endpoint(EndpointName=args.endpoint)
-    if not args.keep_definitions:
-        config_name = described["EndpointConfigName"]
-        config = sm.describe_endpoint_config(EndpointConfigName=config_name)
-        sm.delete_endpoint_config(EndpointConfigName=config_name)
-        for variant in config["ProductionVariants"]:
-            try:
-                sm.delete_model(ModelName=variant["ModelName"])
-            except sm.exceptions.ClientError:
-                pass
-    print(f"deleting {args.endpoint}", file=sys.stderr)
-    return 0
-
-
-def cmd_down(args: argparse.Namespace) -> int:
-    """Stop the server of one state dir (default .smlocal) and its containers; --all: every container."""
-    from emulator.down import down
-
-    result = down(
-        Path(args.state_dir or DEFAULT_STATE_DIR), _endpoint_url(args), args.grace, every_container=args.all
-    )
-    scope = "smlocal container(s) on this engine" if args.all else "container(s) of that state dir"
-    checks = f"; removed {result.check_containers} container(s) of ended `smlocal check` runs"
-    print(
-        f"smlocal down: {result.server}; stopped {result.containers} {scope}"
-        f"{checks if result.check_containers else ''}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    from contract_tests.cli import run
-
-    return run(args)
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from emulator.demo import DemoOptions, run_demo
-
-    options = DemoOptions(
-        out=Path(args.out),
-        gpu=args.gpu,
-        torch=args.torch,
-        port=args.port,
-        keep=args.keep,
-        state_dir=Path(args.state_dir),
-        build_dir=Path(args.build_dir),
-        steps=args.steps,
-        seed=args.seed,
-        width=args.size,
-        height=args.size,
-    )
-    return run_demo(options if args.prompt is None else replace(options, prompt=args.prompt))
 
 
 def build_parser() -> argparse.ArgumentParser:

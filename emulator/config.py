@@ -70,7 +70,7 @@ class ArchiveLimits:
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Everything `smlocal serve` needs. Built by emulator.cli, or by tests."""
+    """Everything `smlocal serve` needs. Built by emulator.commands.server, or by tests."""
 
     state_dir: Path
     host: str = DEFAULT_HOST

@@ -8,7 +8,8 @@ through boto3, exactly as a user would: CreateModel (ModelDataUrl = the tar.gz),
 prompt, the PNG written to --out. Then the endpoint is deleted and the server stopped, unless --keep.
 
 The image build happens in a build folder (default .smlocal/build) that keeps the wheelhouse between
-runs, so a second run builds from Docker's layer cache in seconds. emulator.cli builds DemoOptions.
+runs, so a second run builds from Docker's layer cache in seconds. emulator.commands.standalone builds
+DemoOptions.
 
 The image and its model: emulator.sample_image.
 """

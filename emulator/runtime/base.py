@@ -1,7 +1,8 @@
 """Values and the Protocol of the container-runtime port.
 
 Hosting and the contract tester describe a container with a ContainerSpec and drive it through a
-ContainerRuntime; runtime/docker.py is the one adapter, and the only module importing `docker`.
+ContainerRuntime; runtime/docker.py (with its parts, runtime/docker_*.py) is the one adapter; only
+emulator/runtime imports `docker`.
 All calls are blocking: async callers use asyncio.to_thread.
 """
 

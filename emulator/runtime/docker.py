@@ -1,16 +1,17 @@
-"""The Docker adapter of the container-runtime port: the only module that imports the docker SDK.
+"""The Docker adapter of the container-runtime port: DockerRuntime, containers' lifecycle on the engine.
 
-Docker's exceptions are translated here, once, into emulator.errors.
+Docker's exceptions are translated here, once, into emulator.errors. Its parts, each over the same
+lazily made docker client: docker_images.py (resolve, inspect, list an image's paths), docker_stats.py
+(CPU and memory), docker_isolation.py (EnableNetworkIsolation's network and forwarder).
 """
 
 from __future__ import annotations
 
 import builtins
 import logging
-import tarfile
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any, cast
+from typing import Any
 
 import docker
 import docker.errors
@@ -28,28 +29,12 @@ from emulator.runtime.base import (
     ProcessInfo,
     ResolvedImage,
 )
+from emulator.runtime.docker_images import DockerImages
 from emulator.runtime.docker_isolation import DockerIsolation, force_remove
+from emulator.runtime.docker_stats import DockerStats
 from emulator.runtime.labels import CONTAINER_PORT, ISOLATION_GROUP, ROLE, ROLE_FORWARDER
 
 log = logging.getLogger(__name__)
-
-
-def candidate_local_names(image: str) -> list[str]:
-    """Local names an image reference may resolve to, best first.
-
-    `123456789012.dkr.ecr.us-east-1.amazonaws.com/repo:tag` -> itself, then `repo:tag`
-    (a local image of the same repository and tag); a missing tag means `latest`.
-    """
-    names = [image]
-    first, sep, rest = image.partition("/")
-    if sep and ("." in first or ":" in first or first == "localhost"):
-        names.append(rest)
-    with_tags = []
-    for name in names:
-        last = name.rsplit("/", 1)[-1]
-        if "@" not in name and ":" not in last:
-            with_tags.append(f"{name}:latest")
-    return names + with_tags
 
 
 class DockerRuntime:
@@ -59,8 +44,8 @@ class DockerRuntime:
         self._client = client
         self._lock = threading.Lock()
         self._has_gpu_runtime: bool | None = None
-        #: container id -> (container CPU ns, system CPU ns) of its previous stats sample.
-        self._cpu_seen: dict[str, tuple[int, int]] = {}
+        self._images = DockerImages(lambda: self.client)
+        self._stats = DockerStats(lambda: self.client)
         self._isolation = DockerIsolation(lambda: self.client)
         #: container id -> isolation group, for removing a group whose model container is gone.
         self._groups: dict[str, str] = {}
@@ -82,21 +67,7 @@ class DockerRuntime:
             raise EngineUnavailable(f"No Docker engine answers: {exc}. Run `smlocal setup`.") from exc
 
     def resolve_image(self, image: str) -> ResolvedImage:
-        for name in candidate_local_names(image):
-            try:
-                found = self.client.images.get(name)
-            except docker.errors.ImageNotFound:
-                continue
-            except docker.errors.APIError as exc:
-                if exc.status_code in (400, 404):  # malformed reference: not ours
-                    continue
-                raise EngineError(f"Docker engine error while resolving {image}: {exc}") from exc
-            repo = name.split("@", 1)[0]
-            last = repo.rsplit("/", 1)[-1]
-            if ":" in last:
-                repo = repo.rsplit(":", 1)[0]
-            return ResolvedImage(specified=image, resolved=f"{repo}@{found.id}", image_id=found.id)
-        raise ImageNotFound(f"No local image matches {image}")
+        return self._images.resolve_image(image)
 
     def _gpu_available(self) -> bool:
         if self._has_gpu_runtime is None:
@@ -237,46 +208,7 @@ class DockerRuntime:
         return stream
 
     def stats(self, container_id: str) -> ContainerStats | None:
-        """The engine's one-shot stats (no 1 s wait for a second sample): CPU from the difference to
-        this adapter's previous sample of the same container, as `docker stats` computes it."""
-        try:
-            raw = self.client.api.stats(container_id, stream=False, one_shot=True)
-        except docker.errors.NotFound:
-            with self._lock:
-                self._cpu_seen.pop(container_id, None)
-            return None
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            raise EngineError(f"Docker engine error: {exc}") from exc
-        return self._stats_of(container_id, raw)
-
-    def _stats_of(self, container_id: str, raw: Mapping[str, Any]) -> ContainerStats | None:
-        cpu_stats = raw.get("cpu_stats") or {}
-        system = cpu_stats.get("system_cpu_usage")
-        usage = (cpu_stats.get("cpu_usage") or {}).get("total_usage")
-        if system is None or usage is None:
-            return None  # not running
-        cores = (
-            cpu_stats.get("online_cpus")
-            or len((cpu_stats.get("cpu_usage") or {}).get("percpu_usage") or [])
-            or 1
-        )
-        pre = raw.get("precpu_stats") or {}
-        previous: tuple[int, int] | None = None
-        if pre.get("system_cpu_usage"):
-            previous = ((pre.get("cpu_usage") or {}).get("total_usage", 0), pre["system_cpu_usage"])
-        with self._lock:
-            previous = previous or self._cpu_seen.get(container_id)
-            self._cpu_seen[container_id] = (usage, system)
-        cpu: float | None = None
-        if previous is not None and system > previous[1]:
-            cpu = max(usage - previous[0], 0) / (system - previous[1]) * cores * 100.0
-        mem = raw.get("memory_stats") or {}
-        memory: float | None = None
-        if mem.get("limit"):
-            details = mem.get("stats") or {}
-            cache = details.get("inactive_file", details.get("total_inactive_file", details.get("cache", 0)))
-            memory = max(mem.get("usage", 0) - cache, 0) / mem["limit"] * 100.0
-        return ContainerStats(cpu_percent=cpu, memory_percent=memory)
+        return self._stats.stats(container_id)
 
     def stop(self, container_id: str, grace_s: float) -> ContainerState:
         """SIGTERM, then SIGKILL after grace_s, as SageMaker stops instances."""
@@ -345,38 +277,10 @@ class DockerRuntime:
         return self._isolation.remove_leftovers(labels)
 
     def inspect_image(self, image: str) -> ImageConfig:
-        resolved = self.resolve_image(image)
-        try:
-            found = self.client.images.get(resolved.image_id)
-        except docker.errors.DockerException as exc:
-            raise EngineError(f"Docker engine error while inspecting {image}: {exc}") from exc
-        config = found.attrs.get("Config") or {}
-        env = dict(item.split("=", 1) for item in config.get("Env") or () if "=" in item)
-        return ImageConfig(
-            id=found.id,
-            entrypoint=tuple(config["Entrypoint"]) if config.get("Entrypoint") else None,
-            cmd=tuple(config["Cmd"]) if config.get("Cmd") else None,
-            user=config.get("User") or "",
-            size_bytes=int(found.attrs.get("Size") or 0),
-            labels=dict(config.get("Labels") or {}),
-            env=env,
-            working_dir=config.get("WorkingDir") or "",
-        )
+        return self._images.inspect_image(image)
 
     def image_paths(self, image: str) -> Iterator[str]:
-        resolved = self.resolve_image(image)
-        container = self.client.containers.create(
-            resolved.image_id,
-            command=["serve"],
-            labels={"smlocal.managed": "true", "smlocal.role": "inspect"},
-        )
-        try:
-            stream = _ChunkReader(container.export(chunk_size=1 << 20))
-            with tarfile.open(fileobj=cast(Any, stream), mode="r|") as archive:
-                for member in archive:
-                    yield "/" + member.name.removeprefix("./").lstrip("/")
-        finally:
-            container.remove(force=True)
+        return self._images.image_paths(image)
 
     def main_process(self, container_id: str) -> str:
         container = self._get(container_id)
@@ -441,23 +345,3 @@ class DockerRuntime:
 def _explain(exc: Exception) -> str:
     explanation = getattr(exc, "explanation", None)
     return str(explanation or exc)
-
-
-class _ChunkReader:
-    """A file-like object over an iterator of byte chunks, for streaming tar reads."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._buffer = b""
-
-    def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buffer) < size:
-            try:
-                self._buffer += next(self._chunks)
-            except StopIteration:
-                break
-        if size < 0:
-            data, self._buffer = self._buffer, b""
-        else:
-            data, self._buffer = self._buffer[:size], self._buffer[size:]
-        return data

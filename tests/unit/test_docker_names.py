@@ -1,10 +1,10 @@
-"""emulator.runtime.docker.candidate_local_names: how an image reference maps to local names."""
+"""emulator.runtime.docker_images.candidate_local_names: how an image reference maps to local names."""
 
 from __future__ import annotations
 
 import pytest
 
-from emulator.runtime.docker import candidate_local_names
+from emulator.runtime.docker_images import candidate_local_names
 
 ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
 DIGEST = "sha256:" + "a" * 64

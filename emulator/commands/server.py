@@ -1,0 +1,74 @@
+"""The local server's lifetime: `smlocal setup` (a Docker engine, the base image), `serve`, `down`.
+
+cmd_serve builds the frozen ServerConfig from the parsed options and the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from emulator.commands.client import endpoint_url
+from emulator.config import ArchiveLimits, ContractLimits, ServerConfig
+
+DEFAULT_STATE_DIR = ".smlocal"
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from emulator.runtime import setup
+
+    return setup.main()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from emulator.server import serve_forever
+
+    limits = ContractLimits()
+    if args.stop_grace is not None:
+        limits = limits.replace(stop_grace_s=args.stop_grace)
+    if args.invocation_timeout is not None:
+        limits = limits.replace(invocation_timeout_s=args.invocation_timeout)
+    if args.startup_timeout is not None:
+        limits = limits.replace(startup_timeout_s=args.startup_timeout)
+    config = ServerConfig(
+        state_dir=Path(args.state_dir).resolve(),
+        host=args.host,
+        port=args.port,
+        region=args.region,
+        account_id=args.account_id,
+        limits=limits,
+        s3_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
+        time_scale=args.time_scale,
+        archive_limits=ArchiveLimits(
+            max_header_bytes=args.archive_max_header_bytes,
+            max_entries=args.archive_max_entries,
+            max_extracted_bytes=args.archive_max_bytes,
+            max_ratio=args.archive_max_ratio,
+            max_trailing_bytes=args.archive_max_trailing_bytes,
+        ),
+        local_model_dirs=tuple(Path(d).resolve() for d in args.allow_local_model_dir) or None,
+    )
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        logging.warning("serving on %s: reachable from other machines", args.host)
+    serve_forever(config, keep_containers=args.keep_containers, event_loop=args.event_loop)
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    """Stop the server of one state dir (default .smlocal) and its containers; --all: every container."""
+    from emulator.down import down
+
+    result = down(
+        Path(args.state_dir or DEFAULT_STATE_DIR), endpoint_url(args), args.grace, every_container=args.all
+    )
+    scope = "smlocal container(s) on this engine" if args.all else "container(s) of that state dir"
+    checks = f"; removed {result.check_containers} container(s) of ended `smlocal check` runs"
+    print(
+        f"smlocal down: {result.server}; stopped {result.containers} {scope}"
+        f"{checks if result.check_containers else ''}",
+        file=sys.stderr,
+    )
+    return 0
