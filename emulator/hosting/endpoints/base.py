@@ -1,13 +1,14 @@
 """What the parts of the hosting service share: its state, and the operations one part offers the
 others. HostingService (service.py: construction and lifecycle) is assembled from Resources
 (resources.py), Deployments (deployments.py), InstanceHealth (health.py), FleetUpdates (updates.py),
-Reconciliation (reconcile.py), Invocations (invoke.py), EndpointLogs (logs.py) and this base."""
+Reconciliation (reconcile.py), Invocations (invoke.py), EndpointLogs (logs.py) and this base.
+Resources and Reconciliation start and end deployments: they build on Deployments itself."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -123,24 +124,6 @@ class ServiceBase:
         raise NotImplementedError
 
     def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
-        raise NotImplementedError
-
-    async def _deploy(
-        self,
-        endpoint: Endpoint,
-        endpoint_config: EndpointConfig,
-        adopt: Mapping[str, list[ContainerHandle]] | None = None,
-        deployed: persistence.Deployed | None = None,
-    ) -> None:
-        raise NotImplementedError
-
-    async def _teardown(
-        self,
-        name: str,
-        fleet: EndpointFleet | None,
-        extra: list[Instance] | None = None,
-        pending: list[asyncio.Task[None]] | None = None,
-    ) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ offered by health.py

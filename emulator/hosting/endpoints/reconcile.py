@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.endpoints.deployments import Deployments
 from emulator.hosting.fleet.deployer import group_by_variant
 from emulator.model import messages
 from emulator.model.resources import EndpointStatus
@@ -17,7 +17,7 @@ from emulator.runtime import labels
 log = logging.getLogger(__name__)
 
 
-class Reconciliation(ServiceBase):
+class Reconciliation(Deployments):
     async def _reconcile(self) -> None:
         # Isolation networks a crash left without containers (before any deployment starts here).
         await self.executors.engine(self.runtime.remove_leftovers, {labels.OWNER: self.deployer.owner})

@@ -14,7 +14,7 @@ from emulator.errors import (
     ResourceNotFound,
     ValidationFailed,
 )
-from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.endpoints.deployments import Deployments
 from emulator.model import deployment as dp
 from emulator.model import messages
 from emulator.model.deployment import DeploymentConfig
@@ -36,7 +36,7 @@ _BUSY = (
 )
 
 
-class Resources(ServiceBase):
+class Resources(Deployments):
     # ------------------------------------------------------------------ models
 
     async def create_model(

@@ -54,8 +54,8 @@ class HostingService(
     Reconciliation,
     FleetUpdates,
     InstanceHealth,
-    Deployments,
     Resources,
+    Deployments,
     ServiceBase,
 ):
     def __init__(
