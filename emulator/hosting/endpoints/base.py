@@ -1,6 +1,8 @@
 """What the parts of the hosting service share: its state, and the operations one part offers the
-others. HostingService (service.py: resources, deployment, invocation) is assembled from
-InstanceHealth (instance_health.py), FleetUpdates (updates.py) and this base."""
+others. HostingService (service.py: construction and lifecycle) is assembled from Resources
+(resources.py), Deployments (deployments.py), InstanceHealth (health.py), FleetUpdates (updates.py),
+Reconciliation (reconcile.py), Invocations (invoke.py), EndpointLogs (logs.py) and this base.
+Resources and Reconciliation start and end deployments: they build on Deployments itself."""
 
 from __future__ import annotations
 
@@ -8,34 +10,56 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import aiohttp
 
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, EngineError
+from emulator.hosting.endpoints import persistence
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.deployer import Deployer
+from emulator.hosting.fleet.invoker import FaultContext, Invoker
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model.arns import Account
-from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model, ProductionVariant
+from emulator.model.resources import (
+    Endpoint,
+    EndpointConfig,
+    EndpointStatus,
+    Model,
+    ModelDataSource,
+    ProductionVariant,
+)
 from emulator.model.store import Registry
 from emulator.runtime.base import ContainerHandle, ContainerRuntime
 
 log = logging.getLogger(__name__)
 
 
+class ModelDataStore(Protocol):
+    def check_exists(self, source: ModelDataSource) -> None: ...
+
+    def materialize(
+        self, source: ModelDataSource, timeout_s: float | None = None, shown_timeout_s: float | None = None
+    ) -> Path: ...
+
+
 class ServiceBase:
     config: ServerConfig
     account: Account
     runtime: ContainerRuntime
+    artifacts: ModelDataStore
     models: Registry[Model]
     endpoint_configs: Registry[EndpointConfig]
     endpoints: Registry[Endpoint]
     deployer: Deployer
     executors: Executors
+    invoker: Invoker
     health_check_interval_s: float
+    #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
+    deletion_listeners: list[Callable[[str], None]]
     #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
     #: deployments with AutoRollbackConfiguration read it while they wait.
     alarm_states: Callable[[Sequence[str]], Sequence[str]] | None
@@ -44,18 +68,33 @@ class ServiceBase:
     update_guards: list[Callable[[str, EndpointConfig | None, EndpointConfig], None]]
     _clock: Callable[[], datetime]
     _fleets: dict[str, EndpointFleet]  # exact endpoint name -> serving fleet
+    _fault_contexts: dict[str, FaultContext]
     _tasks: dict[str, asyncio.Task[None]]  # lower-cased endpoint name -> its running change
     # Instance health while InService: one watching task per endpoint, plus its replacements.
     _monitors: dict[str, asyncio.Task[None]]
     _replacements: dict[str, set[asyncio.Task[None]]]
     _suspects: dict[str, list[Instance]]  # out of rotation, awaiting a verdict
     _stopping: set[asyncio.Task[None]]  # dead instances being stopped
+    #: lower-cased endpoint name -> the config and models it serves (persisted for restarts)
+    _deployed: dict[str, persistence.Deployed]
 
     # ------------------------------------------------------------------ offered by service.py
 
     @property
     def ping_session(self) -> aiohttp.ClientSession:
         raise NotImplementedError
+
+    @property
+    def owner(self) -> str:
+        raise NotImplementedError
+
+    def _persist(self) -> None:
+        raise NotImplementedError
+
+    def _spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ offered by resources.py
 
     def describe_endpoint(self, name: str) -> Endpoint:
         raise NotImplementedError
@@ -68,8 +107,7 @@ class ServiceBase:
     ) -> Endpoint:
         raise NotImplementedError
 
-    def _spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
-        raise NotImplementedError
+    # ------------------------------------------------------------------ offered by deployments.py
 
     async def _plan(
         self, endpoint_name: str, variant: ProductionVariant, model: Model | None = None
@@ -88,7 +126,7 @@ class ServiceBase:
     def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
         raise NotImplementedError
 
-    # ------------------------------------------------------------------ offered by instance_health.py
+    # ------------------------------------------------------------------ offered by health.py
 
     def _watch(self, name: str) -> None:
         raise NotImplementedError

@@ -1,0 +1,157 @@
+"""Bringing an endpoint's fleet up and taking it down. CreateEndpoint's deployment (and the
+re-launch after a restart, adopting the containers that match) plans each variant (image resolved,
+model data materialized) and launches it; DeleteEndpoint's teardown stops it. Changes to a serving
+fleet are updates.py's."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from emulator.config import MODEL_DATA_DOWNLOAD_TIMEOUT_S
+from emulator.errors import DeploymentFailed, EngineError, ImageNotFound, ModelDataError, first_error
+from emulator.hosting.endpoints import persistence, rollout
+from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.fleet.invoker import FaultContext
+from emulator.hosting.fleet.plan import VariantPlan
+from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
+from emulator.model import messages
+from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model, ProductionVariant
+from emulator.runtime.base import ContainerHandle
+
+log = logging.getLogger(__name__)
+
+
+class Deployments(ServiceBase):
+    async def _plan(
+        self, endpoint_name: str, variant: ProductionVariant, model: Model | None = None
+    ) -> VariantPlan:
+        """`model`: the variant's model as deployed (a restart), else the one of that name now."""
+        model = model or self.models.get(variant.model_name)
+        if model is None:
+            raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
+        container = model.primary_container
+        try:
+            image = await self.executors.engine(self.runtime.resolve_image, container.image)
+        except ImageNotFound as exc:
+            raise DeploymentFailed(messages.image_not_found(container.image)) from exc
+        # Without model data the container still gets a read-only /opt/ml/model (empty), as the
+        # contract tester runs it, so a server that writes there fails here too.
+        model_dir = self._empty_model_dir()
+        if container.model_data is not None:
+            try:
+                timeout_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
+                model_dir = await self.executors.model_data(
+                    self.artifacts.materialize,
+                    container.model_data,
+                    timeout_s * self.config.model_data_timeout_scale,
+                    timeout_s,
+                )
+            except ModelDataError as exc:
+                detail = getattr(exc, "detail", None)
+                if detail:
+                    self.deployer.platform_log(endpoint_name, f"{variant.variant_name}: {detail}")
+                raise DeploymentFailed(exc.message) from exc
+        return VariantPlan(endpoint_name, variant, model, image, model_dir)
+
+    def _empty_model_dir(self) -> Path:
+        empty = self.config.artifacts_dir / "empty-model"
+        empty.mkdir(parents=True, exist_ok=True)
+        return empty
+
+    async def _deploy(
+        self,
+        endpoint: Endpoint,
+        endpoint_config: EndpointConfig,
+        adopt: Mapping[str, list[ContainerHandle]] | None = None,
+        deployed: persistence.Deployed | None = None,
+    ) -> None:
+        """Launch the endpoint; `adopt` and `deployed` (the models it served) on a restart."""
+        adopt = adopt or {}
+        fleets: list[VariantFleet] = []
+        try:
+            fleets = await rollout.launch_all(
+                lambda v: self._launch(
+                    endpoint.name,
+                    v,
+                    adopt.get(v.variant_name, []),
+                    deployed.model(v.model_name) if deployed is not None else None,
+                ),
+                self.deployer,
+                endpoint_config.production_variants,
+            )
+        except BaseExceptionGroup as group_exc:
+            error = first_error(group_exc)
+            if isinstance(error, asyncio.CancelledError):
+                raise error from None
+            reason = (
+                error.message
+                if isinstance(error, DeploymentFailed | EngineError)
+                else f"Internal error: {error}"
+            )
+            if not isinstance(error, DeploymentFailed | EngineError):
+                log.exception("deployment of %s failed", endpoint.name, exc_info=error)
+            self.deployer.platform_log(endpoint.name, f"endpoint Failed: {reason}")
+            self._set_status(endpoint.name, EndpointStatus.FAILED, reason)
+            return
+        fleet = EndpointFleet(fleets)
+        self._fleets[endpoint.name] = fleet
+        self._fault_contexts[endpoint.name] = FaultContext(self.account, endpoint.name)
+        base = deployed.endpoint_config if deployed is not None else endpoint_config
+        self._remember_deployed(endpoint.name, base)
+        self._set_status(endpoint.name, EndpointStatus.IN_SERVICE)
+        self.deployer.platform_log(endpoint.name, "endpoint InService")
+        self._watch(endpoint.name)
+
+    def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
+        """Keep what the endpoint now serves (its config and its fleet's models); persisted by the
+        caller's next status change."""
+        fleet = self._fleets.get(name)
+        if fleet is None:
+            return
+        models = {v.plan.model.name: v.plan.model for v in fleet.variants.values() if v.plan is not None}
+        self._deployed[name.lower()] = persistence.Deployed(endpoint_config, tuple(models.values()))
+
+    async def _launch(
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        adopt: list[ContainerHandle],
+        model: Model | None = None,
+    ) -> VariantFleet:
+        """Start the variant (adopting the matching ones of `adopt`). Every container of `adopt` is
+        owned from here on: kept in the fleet, or stopped (not matching, or the launch failed)."""
+        try:
+            plan = await self._plan(endpoint_name, variant, model)
+        except BaseException:
+            await asyncio.shield(self._stop_handles(adopt))
+            raise
+        keep = self.deployer.matching(plan, adopt)[: variant.initial_instance_count]
+        await self._stop_handles([h for h in adopt if h not in keep])
+        return await self.deployer.launch_variant(plan, adopt=keep)  # stops `keep` if it fails
+
+    async def _stop_handles(self, handles: Sequence[ContainerHandle]) -> None:
+        grace = self.config.limits.stop_grace_s
+        results = await asyncio.gather(
+            *(self.deployer.stop_container(h.id, grace) for h in handles), return_exceptions=True
+        )
+        for handle, result in zip(handles, results, strict=True):
+            if isinstance(result, Exception):
+                log.warning("could not stop container %s: %s", handle.name, result)
+
+    async def _teardown(
+        self,
+        name: str,
+        fleet: EndpointFleet | None,
+        extra: list[Instance] | None = None,
+        pending: list[asyncio.Task[None]] | None = None,
+    ) -> None:
+        await asyncio.gather(*(pending or []), return_exceptions=True)
+        if fleet is not None:
+            await self.deployer.stop_instances(fleet.all_instances() + (extra or []))
+        self.endpoints.remove(name)
+        self._deployed.pop(name.lower(), None)
+        self._persist()
+        self.deployer.platform_log(name, "endpoint deleted")

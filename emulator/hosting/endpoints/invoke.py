@@ -1,0 +1,79 @@
+"""InvokeEndpoint inside the hosting service: the endpoint's fleet, the variant (TargetVariant or
+by weight), the instance (the variant's picker) and one container call through the Invoker, made once
+more only when its connection was never made.
+
+The invoke path's one entry is `Invocations.invoke`: in, the endpoint name, the body, the headers and
+TargetVariant (from wire/runtime_api.py); out, an Invocation (the container's whole reply and the
+variant that answered) or a ModelFault naming the variant. The HTTP call and its faults are
+fleet/invoker.py's, the choice of instance the variant's (fleet/variants.py). A streaming invoke path
+(a reply passed on as the container writes it) and routing among an instance's several containers
+belong here, beside `invoke` and `_call`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiohttp
+from multidict import CIMultiDict
+
+from emulator.errors import EndpointNotFound, ModelFault, ModelUnreachable, ValidationFailed
+from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.fleet.invoker import ContainerReply
+from emulator.hosting.fleet.variants import VariantFleet
+from emulator.model import messages
+
+
+@dataclass(frozen=True)
+class Invocation:
+    reply: ContainerReply
+    variant_name: str
+
+
+class Invocations(ServiceBase):
+    async def invoke(
+        self, endpoint_name: str, body: bytes, headers: CIMultiDict[str], target_variant: str | None
+    ) -> Invocation:
+        fleet = self._fleets.get(endpoint_name)
+        if fleet is None:
+            raise EndpointNotFound(
+                messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
+            )
+        variant = fleet.choose(target_variant)
+        if variant is None:
+            raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
+        try:
+            reply = await self._call(endpoint_name, variant, body, headers)
+        except ModelFault as fault:
+            fault.variant_name = variant.variant.variant_name
+            raise
+        return Invocation(reply, variant.variant.variant_name)
+
+    async def _call(
+        self, endpoint_name: str, variant: VariantFleet, body: bytes, headers: CIMultiDict[str]
+    ) -> ContainerReply:
+        """One container call on the variant's chosen instance (a refused connection: once more)."""
+        context = self._fault_contexts[endpoint_name]
+        for attempt in range(2):
+            if not variant.instances:  # [U] every instance of the variant is being replaced
+                raise context.fault(
+                    ModelUnreachable, 0, messages.container_unreachable("no healthy instance is in rotation")
+                )
+            instance = variant.picker.pick(variant.instances)
+            instance.outstanding += 1
+            try:
+                reply = await self.invoker.invoke(instance.invocations_url, body, headers, context)
+            except ModelUnreachable as exc:
+                # Refused, or a new connection dropped unanswered (exc.suspect; the invoker already
+                # retried a stale pooled one): the instance looks gone. Take it out of rotation now,
+                # before its exit event arrives (a ping puts it back if it was a one-off). Only a
+                # connection that was never made is safe to send elsewhere,
+                # once; a request the container may have received is the client's 424.
+                if exc.suspect:
+                    self._suspect(endpoint_name, variant, instance)
+                if attempt or not isinstance(exc.__cause__, aiohttp.ClientConnectorError):
+                    raise
+                continue
+            finally:
+                instance.outstanding -= 1
+            return reply
+        raise AssertionError("unreachable")  # the loop returns or raises

@@ -1,0 +1,33 @@
+"""An endpoint's logs as `smlocal logs` reads them: every CloudWatch-style stream at once (the live
+containers' from the engine, stopped ones' from their archives, the platform's `_smlocal`), or the
+live containers followed. Writing and archiving them is fleet/logs.py's."""
+
+from __future__ import annotations
+
+import asyncio
+
+from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.fleet.log_follow import LogFollow, selector
+
+
+class EndpointLogs(ServiceBase):
+    async def endpoint_logs(self, endpoint_name: str) -> dict[str, str]:
+        """Every log stream of an endpoint, by CloudWatch-style stream name (`variant/instance-id`):
+        live containers from the engine, stopped ones from their archives, plus `_smlocal`."""
+        root = self.config.logs_dir / endpoint_name
+        streams: dict[str, str] = {}
+        if root.exists():
+            for path in sorted(root.rglob("*.log")):
+                streams[str(path.relative_to(root).with_suffix(""))] = path.read_text(errors="replace")
+        fleet = self._fleets.get(endpoint_name)
+        live = fleet.all_instances() if fleet is not None else []
+        texts = await asyncio.gather(*(self.executors.engine(self.runtime.logs, i.handle.id) for i in live))
+        for instance, text in zip(live, texts, strict=True):
+            streams[f"{instance.variant_name}/{instance.instance_id}"] = text
+        return dict(sorted(streams.items()))
+
+    async def follow_logs(
+        self, endpoint_name: str, variant: str | None, instance: str | None
+    ) -> LogFollow | None:
+        """The live containers' logs of an endpoint, followed; None when none is running."""
+        return await LogFollow.open(self.runtime, selector(self.owner, endpoint_name, variant, instance))

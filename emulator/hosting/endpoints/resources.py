@@ -1,0 +1,193 @@
+"""The hosting resources themselves: CreateModel / CreateEndpointConfig / CreateEndpoint, their
+Describe and Delete calls, and the endpoint's status changes (each persisted). Creating and deleting
+an endpoint hand the work to a task (deployments.py) and answer at once, as SageMaker does."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from emulator.errors import (
+    ImageNotFound,
+    ResourceAlreadyExists,
+    ResourceInProgress,
+    ResourceNotFound,
+    ValidationFailed,
+)
+from emulator.hosting.endpoints.deployments import Deployments
+from emulator.model import deployment as dp
+from emulator.model import messages
+from emulator.model.deployment import DeploymentConfig
+from emulator.model.resources import (
+    ContainerDefinition,
+    Endpoint,
+    EndpointConfig,
+    EndpointStatus,
+    Model,
+    ProductionVariant,
+)
+
+ENVIRONMENT_MAX_BYTES = 32 * 1024  # all keys and values of one model together
+_BUSY = (
+    EndpointStatus.CREATING,
+    EndpointStatus.UPDATING,
+    EndpointStatus.SYSTEM_UPDATING,
+    EndpointStatus.DELETING,
+)
+
+
+class Resources(Deployments):
+    # ------------------------------------------------------------------ models
+
+    async def create_model(
+        self,
+        name: str,
+        container: ContainerDefinition,
+        execution_role_arn: str | None = None,
+        enable_network_isolation: bool = False,
+        tags: tuple[tuple[str, str], ...] = (),
+    ) -> Model:
+        arn = self.account.model_arn(name)
+        if name in self.models:
+            raise ResourceAlreadyExists(messages.already_exists("model", arn))
+        env_bytes = sum(len(k.encode()) + len(v.encode()) for k, v in container.environment.items())
+        if env_bytes > ENVIRONMENT_MAX_BYTES:
+            raise ValidationFailed(  # [U] text
+                f"The total size of the environment variables of model {name} is {env_bytes} bytes, "
+                f"over the limit of {ENVIRONMENT_MAX_BYTES} bytes."
+            )
+        try:
+            await self.executors.engine(self.runtime.resolve_image, container.image)
+        except ImageNotFound as exc:
+            raise ValidationFailed(messages.image_not_found(container.image)) from exc
+        if container.model_data is not None:
+            await self.executors.engine(self.artifacts.check_exists, container.model_data)
+        if name in self.models:  # created meanwhile
+            raise ResourceAlreadyExists(messages.already_exists("model", arn))
+        model = Model(
+            name=name,
+            arn=arn,
+            primary_container=container,
+            creation_time=self._clock(),
+            execution_role_arn=execution_role_arn,
+            enable_network_isolation=enable_network_isolation,
+            tags=tags,
+        )
+        self.models.put(model)
+        self._persist()
+        return model
+
+    def describe_model(self, name: str) -> Model:
+        model = self.models.get(name)
+        if model is None:
+            raise ResourceNotFound(messages.not_found("model", self.account.model_arn(name)))
+        return model
+
+    def delete_model(self, name: str) -> None:
+        self.describe_model(name)
+        self.models.remove(name)
+        self._persist()
+
+    # ------------------------------------------------------------------ endpoint configs
+
+    def create_endpoint_config(
+        self,
+        name: str,
+        variants: tuple[ProductionVariant, ...],
+        kms_key_id: str | None = None,
+        tags: tuple[tuple[str, str], ...] = (),
+    ) -> EndpointConfig:
+        arn = self.account.endpoint_config_arn(name)
+        if name in self.endpoint_configs:
+            raise ResourceAlreadyExists(messages.already_exists("endpoint-config", arn))
+        seen: set[str] = set()
+        for variant in variants:
+            if variant.variant_name.lower() in seen:  # [U] text
+                raise ValidationFailed(f"Variant name {variant.variant_name} is used more than once.")
+            seen.add(variant.variant_name.lower())
+            if variant.model_name not in self.models:
+                raise ResourceNotFound(
+                    messages.not_found("model", self.account.model_arn(variant.model_name))
+                )
+        endpoint_config = EndpointConfig(name, arn, variants, self._clock(), kms_key_id, tags)
+        self.endpoint_configs.put(endpoint_config)
+        self._persist()
+        return endpoint_config
+
+    def describe_endpoint_config(self, name: str) -> EndpointConfig:
+        endpoint_config = self.endpoint_configs.get(name)
+        if endpoint_config is None:
+            arn = self.account.endpoint_config_arn(name)
+            raise ResourceNotFound(messages.not_found("endpoint-config", arn))
+        return endpoint_config
+
+    def delete_endpoint_config(self, name: str) -> None:
+        self.describe_endpoint_config(name)
+        self.endpoint_configs.remove(name)
+        self._persist()
+
+    # ------------------------------------------------------------------ endpoints
+
+    def create_endpoint(
+        self,
+        name: str,
+        config_name: str,
+        tags: tuple[tuple[str, str], ...] = (),
+        deployment: DeploymentConfig | None = None,
+    ) -> Endpoint:
+        arn = self.account.endpoint_arn(name)
+        if name in self.endpoints:
+            raise ResourceAlreadyExists(messages.already_exists("endpoint", arn))
+        endpoint_config = self.describe_endpoint_config(config_name)
+        now = self._clock()
+        endpoint = Endpoint(
+            name=name,
+            arn=arn,
+            endpoint_config_name=endpoint_config.name,
+            status=EndpointStatus.CREATING,
+            creation_time=now,
+            last_modified_time=now,
+            tags=tags,
+            last_deployment_config=deployment,
+        )
+        if deployment is not None:
+            dp.validate(deployment)
+        self.endpoints.put(endpoint)
+        self._persist()
+        self._spawn(name, self._deploy(endpoint, endpoint_config))
+        return endpoint
+
+    def describe_endpoint(self, name: str) -> Endpoint:
+        endpoint = self.endpoints.get(name)
+        if endpoint is None:
+            raise ResourceNotFound(messages.not_found("endpoint", self.account.endpoint_arn(name)))
+        fleet = self._fleets.get(endpoint.name)
+        if fleet is not None:
+            summaries = tuple(v.summary() for v in fleet.variants.values())
+            endpoint = dataclasses.replace(endpoint, production_variants=summaries)
+        return endpoint
+
+    def delete_endpoint(self, name: str) -> None:
+        endpoint = self.describe_endpoint(name)
+        if endpoint.status in _BUSY:
+            raise ResourceInProgress(messages.in_progress(endpoint.arn))
+        pending = self._quiesce(endpoint.name)
+        self._set_status(endpoint.name, EndpointStatus.DELETING)
+        fleet = self._fleets.pop(endpoint.name, None)
+        self._fault_contexts.pop(endpoint.name, None)
+        suspects = self._suspects.pop(endpoint.name, [])
+        self._spawn(endpoint.name, self._teardown(endpoint.name, fleet, suspects, pending))
+        for listener in self.deletion_listeners:
+            listener(endpoint.name)
+
+    def _set_status(
+        self, name: str, status: EndpointStatus, failure_reason: str | None = None, **changes: Any
+    ) -> Endpoint:
+        current = self.endpoints.get(name)
+        assert current is not None
+        updated = dataclasses.replace(
+            current, status=status, failure_reason=failure_reason, last_modified_time=self._clock(), **changes
+        )
+        self.endpoints.put(updated)
+        self._persist()
+        return updated
