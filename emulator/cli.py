@@ -3,7 +3,8 @@
 smlocal setup                      start a Docker engine (installing Debian's when needed), base image
 smlocal serve                      serve SageMaker's control plane and runtime on one port
 smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V ...]
-smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--output F]
+smlocal deploy --container NAME=IMAGE[,model=URL] ... [--mode serial|direct] [--name N]
+smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--container NAME] [--output F]
 smlocal ls | logs ENDPOINT [--variant V] [--instance I] [--follow] | metrics ENDPOINT [--json]
 smlocal delete ENDPOINT | down [--state-dir D | --all]
 smlocal check IMAGE [--check ID ...] [--json F] [--junit F]   the hosting-contract checks (contract_tests)
@@ -104,6 +105,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _container(text: str) -> tuple[str, str, str | None]:
+    """`NAME=IMAGE[,model=URL]` -> (name, image, model data or None)."""
+    name, sep, rest = text.partition("=")
+    image, _, option = rest.partition(",")
+    model: str | None = None
+    if option:
+        key, has_value, model = option.partition("=")
+        if key != "model" or not has_value or not model:
+            raise argparse.ArgumentTypeError(f"expected NAME=IMAGE[,model=URL], got {text!r}")
+    if not sep or not name or not image:
+        raise argparse.ArgumentTypeError(f"expected NAME=IMAGE[,model=URL], got {text!r}")
+    return name, image, model
+
+
 def _key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -181,7 +196,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_serve)
 
     p = client_cmd("deploy", "create a model, an endpoint config and an endpoint; wait for InService")
-    p.add_argument("image")
+    p.add_argument("image", nargs="?", help="the model's image (or --container, several times)")
+    p.add_argument(
+        "--container",
+        action="append",
+        default=[],
+        type=_container,
+        metavar="NAME=IMAGE[,model=URL]",
+        help="a container of a multi-container model (ContainerHostname NAME), in order; --env goes to all",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("serial", "direct"),
+        help="with --container: Serial (an inference pipeline, the default) or Direct invocation",
+    )
     p.add_argument("--model-data", help="s3://, file:// or a local path to model.tar.gz")
     p.add_argument("--name", help="model, endpoint config and endpoint name (default: IMAGE-TIMESTAMP)")
     p.add_argument("--instance-count", type=_positive_int, default=1, help="instances (1 or more)")
@@ -201,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--content-type")
     p.add_argument("--accept")
     p.add_argument("--custom-attributes")
+    p.add_argument("--container", help="TargetContainerHostname: the container of a Direct endpoint")
     p.add_argument("--output", "-o")
     p.set_defaults(func=cmd_invoke)
 

@@ -39,14 +39,40 @@ def _wait_in_service(sm: Any, name: str, timeout_s: float) -> dict[str, Any]:
             time.sleep(0.2)
 
 
+def _model_request(args: argparse.Namespace, name: str) -> dict[str, Any]:
+    """CreateModel's members: PrimaryContainer for IMAGE, Containers (+ the mode) for --container."""
+    env = dict(args.env)  # (key, value) pairs: the parser's _key_value checked each
+    if args.container:
+        if args.image or args.model_data:
+            raise SmlocalError(
+                "Give either IMAGE [--model-data URL] or --container NAME=IMAGE[,model=URL], not both."
+            )
+        containers: list[dict[str, Any]] = []
+        for hostname, image, model in args.container:
+            container: dict[str, Any] = {"ContainerHostname": hostname, "Image": image, "Environment": env}
+            if model:
+                container["ModelDataUrl"] = model
+            containers.append(container)
+        mode = "Direct" if args.mode == "direct" else "Serial"
+        return {"ModelName": name, "Containers": containers, "InferenceExecutionConfig": {"Mode": mode}}
+    if not args.image:
+        raise SmlocalError(
+            "Give the model's IMAGE, or its containers with --container NAME=IMAGE[,model=URL]."
+        )
+    if args.mode:
+        raise SmlocalError("--mode applies to a multi-container model: give its containers with --container.")
+    primary: dict[str, Any] = {"Image": args.image, "Environment": env}
+    if args.model_data:
+        primary["ModelDataUrl"] = args.model_data
+    return {"ModelName": name, "PrimaryContainer": primary}
+
+
 def cmd_deploy(args: argparse.Namespace) -> int:
     sm, _ = sagemaker_clients(args)
-    name = args.name or _default_name(args.image)
-    env = dict(args.env)  # (key, value) pairs: the parser's _key_value checked each
-    container: dict[str, Any] = {"Image": args.image, "Environment": env}
-    if args.model_data:
-        container["ModelDataUrl"] = args.model_data
-    sm.create_model(ModelName=name, PrimaryContainer=container)
+    name = args.name or _default_name(
+        args.image or args.container[0][1] if (args.image or args.container) else "model"
+    )
+    sm.create_model(**_model_request(args, name))
     variant = {
         "VariantName": args.variant_name,
         "ModelName": name,
@@ -85,6 +111,8 @@ def cmd_invoke(args: argparse.Namespace) -> int:
         kwargs["Accept"] = args.accept
     if args.custom_attributes:
         kwargs["CustomAttributes"] = args.custom_attributes
+    if args.container:
+        kwargs["TargetContainerHostname"] = args.container
     response = rt.invoke_endpoint(**kwargs)
     data = response["Body"].read()
     if args.output:
