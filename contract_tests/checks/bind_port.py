@@ -13,20 +13,23 @@ With the label: ONE container of its own, started with SAGEMAKER_BIND_TO_PORT=BI
 SAGEMAKER_SAFE_PORT_RANGE=SAFE_PORT_RANGE (the ports are smlocal's choice: SageMaker documents the
 variables, not the values), both BIND_PORT and 8080 published on 127.0.0.1. Each round pings BIND_PORT
 and, until that answers 200, 8080; once BIND_PORT is healthy 8080 is probed once more. Any HTTP answer
-on 8080 FAILS (the server ignores the variable, or listens on both); a container that never gets
-healthy FAILS only if the shared start (start.healthy) did, else it SKIPS to that check.
+on 8080 FAILS: the server ignores the variable, or (BIND_PORT answering too, within BOTH_PORTS_GRACE_S)
+listens on both. A container that exits or never gets healthy with the variables set FAILS if the
+shared start without them (start.healthy) got healthy, else the check SKIPS to start.healthy (or to
+start.no-exit when Docker cannot start the image at all): one broken rule fails one check.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import httpx
 
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
+from emulator.errors import EngineError
 
 ACCEPT_BIND_TO_PORT_LABEL = "com.amazonaws.sagemaker.capabilities.accept-bind-to-port"
 #: The port the check asks for, other than 8080 and clear of ports servers commonly open besides
@@ -55,7 +58,6 @@ class _Port:
     #: seconds from start to the first HTTP answer of any status (None: never)
     answered_s: float | None = None
     last: str = "not probed"
-    history: list[str] = field(default_factory=list)
 
     def probe(self, client: httpx.Client, url: str, started_at: float) -> int | None:
         self.probes += 1
@@ -195,7 +197,12 @@ def bind_to_port(ctx: CheckContext) -> str:
         )
     default_port = ctx.config.limits.container_port
     variables = {"SAGEMAKER_BIND_TO_PORT": str(BIND_PORT), "SAGEMAKER_SAFE_PORT_RANGE": SAFE_PORT_RANGE}
-    container = ctx.target.start(variables, container_port=BIND_PORT, extra_ports=(default_port,))
+    try:
+        container = ctx.target.start(variables, container_port=BIND_PORT, extra_ports=(default_port,))
+    except EngineError:
+        if ctx.target.startup().start_error is not None:  # the image cannot run at all: one check says so
+            raise CheckSkipped("Docker could not start the container; see start.no-exit") from None
+        raise  # the engine failing for this container alone is no verdict on the image: ERROR
     seen = _watch(ctx, container, default_port)
     ctx.evidence.update(
         environment=variables,

@@ -134,3 +134,11 @@ def test_skips_when_the_image_never_gets_healthy_at_all(
     assert results["start.no-exit"].outcome is Outcome.FAILED
     assert results[CHECK].outcome is Outcome.SKIPPED, results[CHECK].message
     assert "environment" not in results[CHECK].evidence  # the shared start said enough: none of its own
+
+
+def test_skips_when_docker_cannot_start_the_image_at_all(
+    run_one: Runner, twin_image: Callable[[str], str]
+) -> None:
+    result = run_one(CHECK, twin_image("start.bind-to-port.no-serve"))
+    assert result.outcome is Outcome.SKIPPED, result.message
+    assert result.message == "Docker could not start the container; see start.no-exit"
