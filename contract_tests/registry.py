@@ -68,6 +68,7 @@ CHECK_MODULES = (
     "contract_tests.checks.model_data",
     "contract_tests.checks.image",
     "contract_tests.checks.startup",
+    "contract_tests.checks.bind_port",
     "contract_tests.checks.accept",
     "contract_tests.checks.invocations",
     "contract_tests.checks.media",

@@ -160,6 +160,10 @@ class RunningContainer:
     def base_url(self) -> str:
         return self.handle.base_url
 
+    def url_of(self, container_port: int) -> str:
+        """The loopback URL of a container port published at start (see Target.start's extra_ports)."""
+        return f"http://127.0.0.1:{self.handle.published_ports[container_port]}"
+
     def client(self, timeout_s: float | None = None) -> httpx.Client:
         """A fresh HTTP client (own connections) for this container."""
         return httpx.Client(
@@ -299,9 +303,12 @@ class Target:
         model_dir: Path | None = None,
         *,
         model_dir_writable: bool = False,
+        container_port: int | None = None,
+        extra_ports: tuple[int, ...] = (),
     ) -> RunningContainer:
         """A new container of the image, as SageMaker starts one; removed by close(). Only the
-        model-dir.read-only probe mounts a model dir (its own copy) writable."""
+        model-dir.read-only probe mounts a model dir (its own copy) writable. `container_port` (default:
+        the configured one) is the handle's; `extra_ports` are published too (RunningContainer.url_of)."""
         if not self._swept:  # containers of runs killed before they could clean up (a CI timeout)
             self._swept = True
             try:
@@ -316,7 +323,8 @@ class Target:
             environment={**self.config.environment, **(environment or {})},
             model_dir=model_dir or self.model_dir,
             model_dir_writable=model_dir_writable,
-            container_port=self.config.container_port,
+            container_port=container_port or self.config.container_port,
+            extra_ports=extra_ports,
         )
         try:
             container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
@@ -358,6 +366,10 @@ class Target:
                 if self._shared_startup.healthy:
                     for hook in AFTER_HEALTHY:
                         hook(self, self._shared)
+        return self._shared_startup
+
+    def startup_seen(self) -> Startup | None:
+        """The shared container's startup record if startup() has run (None: it has not; nothing starts)."""
         return self._shared_startup
 
     def healthy(self) -> RunningContainer:

@@ -38,6 +38,9 @@ class ContainerSpec:
     #: EnableNetworkIsolation: no route out and no DNS; reached only through a forwarder whose port
     #: is published on host_ip (the handle's host_port is the forwarder's).
     network_isolation: bool = False
+    #: More container ports to publish on host_ip (not with network_isolation): the contract tester
+    #: watches 8080 while the server should listen on SAGEMAKER_BIND_TO_PORT (start.bind-to-port).
+    extra_ports: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class ContainerHandle:
     host_port: int
     labels: Mapping[str, str]
     image_id: str = ""
+    #: Every container port published on 127.0.0.1 -> its host port (container_port's is host_port).
+    published_ports: Mapping[int, int] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:

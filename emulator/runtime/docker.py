@@ -109,7 +109,9 @@ class DockerRuntime:
                 name=spec.name,
                 environment=dict(spec.environment),
                 labels=container_labels,
-                ports={} if network else {f"{spec.container_port}/tcp": (spec.host_ip, None)},
+                ports={}
+                if network
+                else {f"{p}/tcp": (spec.host_ip, None) for p in (spec.container_port, *spec.extra_ports)},
                 network=network,
                 mounts=mounts,
                 device_requests=device_requests,
@@ -158,6 +160,12 @@ class DockerRuntime:
             host_port=host_port,
             labels=dict(container.labels),
             image_id=container.attrs.get("Image", ""),
+            published_ports={
+                int(port.split("/")[0]): int(b["HostPort"])
+                for port, found in ports.items()
+                for b in found or []
+                if port.endswith("/tcp") and b.get("HostIp") in ("127.0.0.1", "")
+            },
         )
 
     def _get(self, container_id: str) -> Any | None:

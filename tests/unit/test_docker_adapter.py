@@ -84,3 +84,24 @@ def test_gpu_falls_back_to_cpu_without_an_nvidia_runtime(caplog: Any) -> None:
     DockerRuntime(client).start(spec(gpus=True))
     assert client.containers.calls[0][1]["device_requests"] is None
     assert "no NVIDIA runtime" in caplog.text
+
+
+def test_extra_ports_are_published_on_loopback_and_handed_back() -> None:
+    client = FakeClient({"runc": {}})
+    ports = {
+        "9081/tcp": [{"HostIp": "127.0.0.1", "HostPort": "49160"}],
+        "8080/tcp": [{"HostIp": "127.0.0.1", "HostPort": "49161"}],
+    }
+    original = FakeContainers.create
+
+    def create(self: FakeContainers, image: str, **kwargs: Any) -> FakeContainer:
+        container = original(self, image, **kwargs)
+        container.attrs["NetworkSettings"] = {"Ports": ports}
+        return container
+
+    client.containers.create = create.__get__(client.containers)  # type: ignore[method-assign]
+    handle = DockerRuntime(client).start(spec(container_port=9081, extra_ports=(8080,)))
+    ((_, kwargs),) = client.containers.calls
+    assert kwargs["ports"] == {"9081/tcp": ("127.0.0.1", None), "8080/tcp": ("127.0.0.1", None)}
+    assert handle.base_url == "http://127.0.0.1:49160"
+    assert handle.published_ports == {9081: 49160, 8080: 49161}
