@@ -28,6 +28,8 @@ from emulator.model.iam_policy import Decision, Policy, Request, evaluate, parse
 INVOKE_ENDPOINT = "sagemaker:InvokeEndpoint"
 #: The condition key IAM documents for InvokeEndpoint on a Direct multi-container endpoint.
 TARGET_CONTAINER_HOSTNAME = "sagemaker:targetcontainerhostname"
+#: ... and on a multi-model endpoint (the request's TargetModel).
+TARGET_MODEL = "sagemaker:targetmodel"
 
 UNRECOGNIZED_CLIENT = "The security token included in the request is invalid."
 MISSING_AUTHENTICATION = "Missing Authentication Token"

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from emulator.model.arns import Account
-from emulator.model.iam_access import INVOKE_ENDPOINT, TARGET_CONTAINER_HOSTNAME, AccessPolicies
+from emulator.model.iam_access import INVOKE_ENDPOINT, TARGET_CONTAINER_HOSTNAME, TARGET_MODEL, AccessPolicies
 
 _CREDENTIAL = "Credential="
 
@@ -45,6 +45,9 @@ class AccessCheck:
         hostname = members.get("TargetContainerHostname")
         if hostname is not None:
             keys[TARGET_CONTAINER_HOSTNAME] = hostname
+        target_model = members.get("TargetModel")
+        if target_model is not None:
+            keys[TARGET_MODEL] = target_model
         self.policies.authorize(
             access_key_id(headers, query),
             INVOKE_ENDPOINT,
