@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from emulator.errors import AccessDenied, MissingAuthentication, PolicyFileInvalid, UnrecognizedClient
 from emulator.model.iam_policy import Decision, Policy, Request, evaluate, parse_policy
@@ -94,6 +94,12 @@ class AccessPolicies:
     identities: Mapping[str, Identity]
     default: Identity | None
     region: str
+    _base_contexts: dict[str, dict[str, tuple[str, ...]]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        everyone = [*self.identities.values(), *([self.default] if self.default else [])]
+        contexts = {i.arn: i.base_context(self.region) for i in everyone}
+        object.__setattr__(self, "_base_contexts", contexts)
 
     @classmethod
     def parse(cls, text: str, region: str, source: str = "policies file") -> AccessPolicies:
@@ -127,7 +133,7 @@ class AccessPolicies:
         """Raise the error AWS answers unless the caller's policies allow `action` on `resource`;
         `keys` are the request's own condition keys (names as IAM writes them)."""
         identity = self.caller(access_key_id)
-        context = identity.base_context(self.region)
+        context = dict(self._base_contexts[identity.arn])
         for name, value in keys.items():
             context[name.lower()] = (value,)
         decision = evaluate(identity.policies, Request(action, resource, context))

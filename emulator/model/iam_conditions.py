@@ -41,15 +41,25 @@ def wildcard(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:
     return re.compile(body, re.DOTALL | (re.IGNORECASE if ignore_case else 0))
 
 
+@lru_cache(maxsize=1024)
+def arn_pattern(pattern: str) -> tuple[re.Pattern[str], ...] | None:
+    """An ARN pattern's six parts as wildcards (None: `*`, any ARN; () : not an ARN pattern)."""
+    if pattern == "*":
+        return None
+    parts = pattern.split(":", 5)
+    return tuple(wildcard(p) for p in parts) if len(parts) == 6 else ()
+
+
 def arn_matches(pattern: str, arn: str) -> bool:
     """ArnLike's rule (and the Resource element's): each of the six colon-separated parts is matched
     on its own, with wildcards; the last part (the resource) may itself hold colons."""
-    if pattern == "*":
+    compiled = arn_pattern(pattern)
+    if compiled is None:
         return True
-    wanted, got = pattern.split(":", 5), arn.split(":", 5)
-    if len(wanted) != 6 or len(got) != 6:
+    got = arn.split(":", 5)
+    if len(compiled) != 6 or len(got) != 6:
         return False
-    return all(wildcard(w).fullmatch(g) is not None for w, g in zip(wanted, got, strict=True))
+    return all(w.fullmatch(g) is not None for w, g in zip(compiled, got, strict=True))
 
 
 def _equals(value: str, wanted: tuple[str, ...]) -> bool:

@@ -15,8 +15,9 @@ identity-based policy, an action without its service prefix, a resource that is 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from emulator.errors import PolicyFileInvalid
 from emulator.model.iam_conditions import (
@@ -57,9 +58,14 @@ class Statement:
     resources: tuple[str, ...]
     not_resource: bool
     conditions: tuple[KeyTest, ...]
+    _actions: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # compiled once: the request path only matches
+        object.__setattr__(self, "_actions", tuple(wildcard(a, ignore_case=True) for a in self.actions))
 
     def applies(self, request: Request) -> bool:
-        action_hit = any(wildcard(a, ignore_case=True).fullmatch(request.action) for a in self.actions)
+        action_hit = any(a.fullmatch(request.action) for a in self._actions)
         if action_hit == self.not_action:
             return False
         resource_hit = any(arn_matches(r, request.resource) for r in self.resources)
