@@ -11,16 +11,20 @@ import boto3
 from aiohttp import web
 
 from emulator.config import ServerConfig
+from emulator.errors import PolicyFileInvalid
 from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.monitoring.alarms import AlarmService
 from emulator.hosting.monitoring.sampler import InstanceRef, Sampler
 from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
+from emulator.model.arns import Account
+from emulator.model.iam_access import AccessPolicies
 from emulator.model_data.store import ArtifactStore
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerRuntime
 from emulator.runtime.docker import DockerRuntime
 from emulator.wire import admin_api, autoscaling_api, cloudwatch_api, control_api, guard, runtime_api
+from emulator.wire.access import AccessCheck
 from emulator.wire.errors import unknown_target
 
 SERVICE = web.AppKey("hosting_service", HostingService)
@@ -89,6 +93,19 @@ def _s3_factory(config: ServerConfig) -> Callable[[], Any]:
     return make
 
 
+def _access_check(config: ServerConfig) -> AccessCheck | None:
+    """`--iam-policies FILE`, read and parsed once here: a bad file stops `smlocal serve` at start."""
+    path = config.iam_policies_file
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyFileInvalid(f"--iam-policies {path}: cannot read it: {exc}") from None
+    policies = AccessPolicies.parse(text, config.region, source=f"--iam-policies {path}")
+    return AccessCheck(policies, Account(config.region, config.account_id))
+
+
 def build_app(
     config: ServerConfig,
     runtime: ContainerRuntime | None = None,
@@ -103,6 +120,7 @@ def build_app(
     app[CONFIG] = config
     metrics = app[METRICS] = Metrics(period_s=config.metrics_period_real_s)
     hooks = runtime_api.MetricHooks(metrics)
+    access = _access_check(config)
 
     async def hosting(app: web.Application) -> AsyncIterator[None]:
         config.state_dir.mkdir(parents=True, exist_ok=True)
@@ -157,7 +175,7 @@ def build_app(
 
     app.router.add_post("/", json_rpc)
     app.router.add_post(cloudwatch_api.PATH, cloudwatch)  # CloudWatch (smithy-rpc-v2-cbor)
-    app.router.add_post("/endpoints/{name}/invocations", bind(runtime_api.invoke_endpoint, hooks))
+    app.router.add_post("/endpoints/{name}/invocations", bind(runtime_api.invoke_endpoint, hooks, access))
     app.router.add_post(
         "/endpoints/{name}/async-invocations", bind(runtime_api.not_implemented, "InvokeEndpointAsync")
     )

@@ -192,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto: uvloop when installed, else asyncio's",
     )
+    p.add_argument(
+        "--iam-policies",
+        metavar="FILE",
+        help="authorize InvokeEndpoint against the identity-based IAM policies in FILE (JSON: access "
+        "key ids -> an ARN and policy documents; docs/api-coverage.md); without it every call is allowed",
+    )
     _archive_arguments(p)
     p.set_defaults(func=cmd_serve)
 

@@ -102,6 +102,9 @@ class ServerConfig:
     #: Test-only: ModelDataDownloadTimeoutInSeconds (the variant's or the default) is multiplied by
     #: this, so a test can prove the API value is honoured without waiting a minute. Keep 1.0.
     model_data_timeout_scale: float = 1.0
+    #: `--iam-policies FILE`: identity-based IAM policies that InvokeEndpoint is authorized against
+    #: (read when the app is built; the format is in emulator/model/iam_access.py). None: no checks.
+    iam_policies_file: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:

@@ -29,7 +29,12 @@
     ├── EngineError                 the container engine is missing or refused a request
     │   ├── EngineUnavailable       no engine answers (`docker info` fails)
     │   └── ImageNotFound           an image name resolves to no local image
-    └── SetupError                  the machine lacks something smlocal cannot install itself
+    ├── SetupError                  the machine lacks something smlocal cannot install itself
+    ├── PolicyFileInvalid           `--iam-policies`: a file or policy document smlocal refuses
+    └── NotAuthorized               `--iam-policies`: the caller may not make this call (403)
+        ├── AccessDenied            no policy allows the action, or one denies it explicitly
+        ├── UnrecognizedClient      an access key id the policies file does not know
+        └── MissingAuthentication   no SigV4 Credential in the request
 
 Each error carries a ready-made, client-visible message; formatting of exact AWS texts lives with
 the code that knows the context (hosting/ and model/), never in the wire layer.
@@ -179,6 +184,26 @@ class ImageNotFound(EngineError):
 
 class SetupError(SmlocalError):
     """The machine lacks a prerequisite that smlocal cannot install by itself."""
+
+
+class PolicyFileInvalid(SmlocalError):
+    """`smlocal serve --iam-policies FILE`: the file, or a policy document in it, is refused."""
+
+
+class NotAuthorized(SmlocalError):
+    """`--iam-policies`: the caller may not make this call (HTTP 403)."""
+
+
+class AccessDenied(NotAuthorized):
+    """IAM's AccessDeniedException: no identity-based policy allows the action, or one denies it."""
+
+
+class UnrecognizedClient(NotAuthorized):
+    """UnrecognizedClientException: the request's access key id is unknown."""
+
+
+class MissingAuthentication(NotAuthorized):
+    """MissingAuthenticationTokenException: the request carries no SigV4 Credential."""
 
 
 def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -50,6 +50,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             max_trailing_bytes=args.archive_max_trailing_bytes,
         ),
         local_model_dirs=tuple(Path(d).resolve() for d in args.allow_local_model_dir) or None,
+        iam_policies_file=Path(args.iam_policies).resolve() if args.iam_policies else None,
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         logging.warning("serving on %s: reachable from other machines", args.host)

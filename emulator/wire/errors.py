@@ -18,6 +18,7 @@ import cbor2
 from aiohttp import web
 
 from emulator.errors import (
+    AccessDenied,
     AlarmNotFound,
     ArnNotFound,
     EngineError,
@@ -26,12 +27,14 @@ from emulator.errors import (
     InvalidParameterCombination,
     InvalidParameterValue,
     MalformedRequest,
+    MissingAuthentication,
     ModelFault,
     ObjectNotFound,
     PayloadTooLarge,
     SmlocalError,
     TooManyTags,
     UnknownOperation,
+    UnrecognizedClient,
     ValidationFailed,
 )
 
@@ -64,6 +67,18 @@ TABLE: tuple[tuple[type[Exception], AwsError], ...] = (
     (TooManyTags, AwsError("TooManyTagsException", "TooManyTagsException", 400)),
     (PayloadTooLarge, AwsError("ValidationException", "", 413)),
     (UnknownOperation, AwsError("NotImplemented", "NotImplemented", 501)),
+    # `--iam-policies`: 403, as AWS's rest-json front ends answer them (docs/api-coverage.md)
+    (AccessDenied, AwsError("AccessDeniedException", "AccessDeniedException", 403, CORAL_SERVICE)),
+    (
+        UnrecognizedClient,
+        AwsError("UnrecognizedClientException", "UnrecognizedClientException", 403, CORAL_SERVICE),
+    ),
+    (
+        MissingAuthentication,
+        AwsError(
+            "MissingAuthenticationTokenException", "MissingAuthenticationTokenException", 403, CORAL_SERVICE
+        ),
+    ),
     (EngineError, AwsError("InternalFailure", "InternalFailure", 500)),
     (SmlocalError, AwsError("InternalFailure", "InternalFailure", 500)),
 )

@@ -19,6 +19,7 @@ from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.sampler import Sampler
 from emulator.model import messages
+from emulator.wire.access import AccessCheck
 from emulator.wire.errors import runtime_error
 from emulator.wire.service_models import SAGEMAKER_RUNTIME, operation_model
 from emulator.wire.validation import validate_input
@@ -102,7 +103,10 @@ class MetricHooks:
 
 
 async def invoke_endpoint(
-    request: web.Request, svc: HostingService, hooks: MetricHooks | None = None
+    request: web.Request,
+    svc: HostingService,
+    hooks: MetricHooks | None = None,
+    access: AccessCheck | None = None,
 ) -> web.Response:
     started = time.perf_counter()
     request_id = str(uuid.uuid4())
@@ -111,6 +115,8 @@ async def invoke_endpoint(
         body = await _read_body(request, svc.config.limits.max_request_bytes)
         members["Body"] = body
         validate_input(_INVOKE.input_shape, members)
+        if access is not None:  # `--iam-policies`: IAM decides before SageMaker's own checks
+            access.invoke_endpoint(request.headers, request.query, members)
         _check_unsupported(members)
         incoming = request.headers
         forward: CIMultiDict[str] = CIMultiDict()
