@@ -392,3 +392,44 @@ def test_docker_disk_usage_and_gpu_access() -> None:
         ("inspect", {"id": "c1"}),
         ("inspect", {"id": "c2"}),
     ]
+
+
+# ------------------------------------------------------------------ `smlocal metrics`
+
+
+def _table_text(metrics: dict[str, Any], width: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    from emulator.metrics_table import print_metrics
+
+    report = {
+        "PeriodSeconds": 60.0,
+        "Periods": [
+            {
+                "Timestamp": "2026-12-01T10:30:00Z",
+                "VariantName": "AllTraffic",
+                "Complete": True,
+                "Metrics": metrics,
+            }
+        ],
+    }
+    out = io.StringIO()
+    print_metrics(report, "ep", Console(file=out, width=width, force_terminal=False))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("width", [80, 250])
+def test_metrics_table_shows_disk_and_gpu_only_when_measured(width: int) -> None:
+    base = {
+        "Invocations": {"Sum": 3.0},
+        "CPUUtilization": {"Average": 12.0},
+        "DiskUtilization": {"Average": 4.25},
+    }
+    text = _table_text(base, width)
+    assert "disk" in text and "4.25" in text
+    assert "GPU" not in text
+    gpu = {**base, "GPUUtilization": {"Average": 137.5}, "GPUMemoryUtilization": {"Average": 61.5}}
+    text = _table_text(gpu, width)
+    assert "GPU" in text and "137.5" in text and "61.5" in text
