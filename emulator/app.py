@@ -79,14 +79,18 @@ def _sampler(
         return found
 
     def volume_bytes(endpoint: str, variant: str) -> float:
+        """The variant's volume per instance: its instance type from DescribeEndpoint, or from the
+        endpoint config while DescribeEndpoint lists no variants yet (Creating); 0 (no datapoint)
+        for a variant neither names."""
         try:
             described = service.describe_endpoint(endpoint)
+            found = [v.instance_type for v in described.production_variants if v.variant_name == variant]
+            if not found:
+                configured = service.describe_endpoint_config(described.endpoint_config_name)
+                found = [v.instance_type for v in configured.production_variants if v.variant_name == variant]
         except Exception:  # noqa: BLE001 - deleted meanwhile
             return 0.0
-        itype = next(
-            (v.instance_type for v in described.production_variants if v.variant_name == variant), None
-        )
-        return instance_volume_bytes(config, itype)
+        return instance_volume_bytes(config, found[0]) if found else 0.0
 
     probes = InstanceProbes(
         disk_usage=lambda: rt.disk_usage(selector),

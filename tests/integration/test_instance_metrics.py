@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -21,7 +22,7 @@ import pytest
 from botocore.config import Config
 
 from tests.fixtures.scaling import TIME_SCALE, resource, variant_of, variant_target, wait_for
-from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, start_smlocal
+from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, model_tar, start_smlocal
 
 pytestmark = pytest.mark.docker
 
@@ -205,3 +206,17 @@ def test_target_tracking_on_disk_utilization_scales_out(smlocal: Smlocal, aas: A
         assert activity["Cause"] == (f"monitor alarm {high} in state ALARM triggered policy disk")
     finally:
         smlocal.cleanup("DiskScaled")
+
+
+def test_disk_utilization_counts_the_model_data(smlocal: Smlocal, cw: Any, tmp_path: Path) -> None:
+    """SageMaker keeps the model artifacts on the instance's volume: so does DiskUtilization here."""
+    weights = 16 << 20
+    data = model_tar(tmp_path / "model.tar.gz", {"weights.bin": os.urandom(weights)})
+    smlocal.deploy("DiskModel", count=1, model_data=str(data))
+    try:
+        start = datetime.now(UTC) - timedelta(seconds=2)
+        first = poll("a DiskUtilization datapoint", lambda: disk_maximum(cw, "DiskModel", start))
+        expected = weights / VOLUME * 100  # 1.5625 %
+        assert expected <= first < expected + 1.0
+    finally:
+        smlocal.cleanup("DiskModel")
