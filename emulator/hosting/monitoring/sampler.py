@@ -48,12 +48,14 @@ class InstanceProbes:
 
 
 class Sampler:
-    """Samples every live instance's CPU and memory once per period (a background task).
+    """Samples every live instance's CPU, memory, disk and GPUs once per period (a background task).
 
-    `instances` lists the live instances (one engine call), `stats` samples one container (blocking:
+    `instances` lists the live containers (one engine call), `stats` samples one container (blocking:
     run in threads, at most `concurrency` at a time: Docker 20.10 takes up to ~1 s to answer a
-    one-shot stats call, waiting, not computing), `instance_counts` gives each variant's count.
-    The cost per period is one list call and one stats call per instance, never on the request path.
+    one-shot stats call, waiting, not computing), `instance_counts` gives each variant's count,
+    `probes` the disk and GPU side (one more thread, alongside the stats calls). The cost per period
+    is two list calls and one stats call per container (plus a GPU read where instances have GPUs),
+    never on the request path.
     """
 
     def __init__(
