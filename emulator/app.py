@@ -10,17 +10,17 @@ from typing import Any
 import boto3
 from aiohttp import web
 
-from emulator.config import ServerConfig
+from emulator.config import ServerConfig, instance_volume_bytes
 from emulator.errors import PolicyFileInvalid
 from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.monitoring.alarms import AlarmService
-from emulator.hosting.monitoring.sampler import InstanceRef, Sampler
+from emulator.hosting.monitoring.sampler import InstanceProbes, InstanceRef, Sampler
 from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
 from emulator.model.arns import Account
 from emulator.model.iam_access import AccessPolicies
 from emulator.model_data.store import ArtifactStore
-from emulator.runtime import labels
+from emulator.runtime import gpus, labels
 from emulator.runtime.base import ContainerRuntime
 from emulator.runtime.docker import DockerRuntime
 from emulator.wire import admin_api, autoscaling_api, cloudwatch_api, control_api, guard, runtime_api
@@ -48,7 +48,8 @@ def _instance_count(service: HostingService, endpoint: str, variant: str) -> int
 def _sampler(
     metrics: Metrics, service: HostingService, rt: ContainerRuntime, config: ServerConfig
 ) -> Sampler:
-    """CPU/memory sampling over the engine's view of this server's endpoint containers (by label)."""
+    """CPU/memory/disk/GPU sampling over the engine's view of this server's endpoint containers (by
+    label); the host's GPUs are looked for once, here."""
     selector = {
         labels.MANAGED: "true",
         labels.OWNER: labels.owner_id(config.state_dir),
@@ -81,7 +82,27 @@ def _sampler(
                 found[(endpoint.name, v.variant_name)] = v.current_instance_count
         return found
 
-    return Sampler(metrics, instances, stats, counts, config.metrics_period_real_s)
+    def volume_bytes(endpoint: str, variant: str) -> float:
+        """The variant's volume per instance: its instance type from DescribeEndpoint, or from the
+        endpoint config while DescribeEndpoint lists no variants yet (Creating); 0 (no datapoint)
+        for a variant neither names."""
+        try:
+            described = service.describe_endpoint(endpoint)
+            found = [v.instance_type for v in described.production_variants if v.variant_name == variant]
+            if not found:
+                configured = service.describe_endpoint_config(described.endpoint_config_name)
+                found = [v.instance_type for v in configured.production_variants if v.variant_name == variant]
+        except Exception:  # noqa: BLE001 - deleted meanwhile
+            return 0.0
+        return instance_volume_bytes(config, found[0]) if found else 0.0
+
+    probes = InstanceProbes(
+        disk_usage=lambda: rt.disk_usage(selector),
+        volume_bytes=volume_bytes,
+        gpus=gpus.find_reader(),
+        gpu_access=rt.gpu_access,
+    )
+    return Sampler(metrics, instances, stats, counts, config.metrics_period_real_s, probes=probes)
 
 
 def _s3_factory(config: ServerConfig) -> Callable[[], Any]:

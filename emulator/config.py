@@ -105,6 +105,9 @@ class ServerConfig:
     #: `--iam-policies FILE`: identity-based IAM policies that InvokeEndpoint is authorized against
     #: (read when the app is built; the format is in emulator/model/iam_access.py). None: no checks.
     iam_policies_file: Path | None = None
+    #: DiskUtilization's denominator: ML storage volume GB per instance type, over the table
+    #: INSTANCE_VOLUME_GB below (e.g. (("ml.m5.large", 1.0),) to see a small write move the metric).
+    instance_volume_gb: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:
@@ -129,3 +132,35 @@ class ServerConfig:
     @property
     def state_file(self) -> Path:
         return self.state_dir / "state.json"
+
+
+#: The ML storage volume of a hosting instance, GB (counted as 2**30 bytes), by instance type:
+#: DiskUtilization's denominator (docs/metrics.md). Types with NVMe instance storage use it instead of
+#: an EBS volume (their instance store, per the EC2 specifications); every other type gets
+#: DEFAULT_INSTANCE_VOLUME_GB ([U]: SageMaker's default for hosting is unpublished; VolumeSizeInGB,
+#: 1-512, overrides it there). ServerConfig.instance_volume_gb overrides both.
+DEFAULT_INSTANCE_VOLUME_GB = 30.0
+_INSTANCE_STORE_GB = """
+ml.g4dn  xlarge=125 2xlarge=225 4xlarge=225 8xlarge=900 12xlarge=900 16xlarge=900
+ml.g5    xlarge=250 2xlarge=450 4xlarge=600 8xlarge=900 12xlarge=3800 16xlarge=1900 24xlarge=3800
+ml.g5    48xlarge=7600
+ml.p3dn  24xlarge=1800
+ml.p4d   24xlarge=8000
+ml.p5    48xlarge=30720
+ml.m5d   large=75 xlarge=150 2xlarge=300 4xlarge=600 12xlarge=1800 24xlarge=3600
+ml.r5d   large=75 xlarge=150 2xlarge=300 4xlarge=600 12xlarge=1800 24xlarge=3600
+ml.c5d   large=50 xlarge=100 2xlarge=200 4xlarge=400 9xlarge=900 18xlarge=1800
+"""
+INSTANCE_VOLUME_GB: dict[str, float] = {
+    f"{family}.{size}": float(gb)
+    for family, *sizes in (line.split() for line in _INSTANCE_STORE_GB.strip().splitlines())
+    for size, gb in (entry.split("=") for entry in sizes)
+}
+
+
+def instance_volume_bytes(config: ServerConfig, instance_type: str | None) -> float:
+    """The storage volume of one instance of `instance_type`, bytes (DiskUtilization's denominator)."""
+    gb = dict(config.instance_volume_gb).get(instance_type or "")
+    if gb is None:
+        gb = INSTANCE_VOLUME_GB.get(instance_type or "", DEFAULT_INSTANCE_VOLUME_GB)
+    return float(gb) * 2**30

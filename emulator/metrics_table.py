@@ -27,6 +27,12 @@ LATENCY_COLUMNS = (
     ("OverheadLatency", "Average", "overhead us avg"),
     ("CPUUtilization", "Average", "CPU %"),
     ("MemoryUtilization", "Average", "memory %"),
+    ("DiskUtilization", "Average", "disk %"),
+)
+#: Shown only when some period has them (an endpoint on GPU instances).
+GPU_COLUMNS = (
+    ("GPUUtilization", "Average", "GPU %"),
+    ("GPUMemoryUtilization", "Average", "GPU memory %"),
 )
 Column = tuple[str, str, str]
 
@@ -79,13 +85,16 @@ def _table(
 
 def metric_tables(report: Mapping[str, Any], endpoint: str, width: int) -> list[Table]:
     """One table of every column if it fits in `width`, else a counts table and a latency table."""
-    whole = _table(report, endpoint, (*COUNT_COLUMNS, *LATENCY_COLUMNS), "", stacked=False)
+    latency: tuple[Column, ...] = LATENCY_COLUMNS
+    if any(name in p["Metrics"] for p in report["Periods"] for name, _, _ in GPU_COLUMNS):
+        latency = (*LATENCY_COLUMNS, *GPU_COLUMNS)
+    whole = _table(report, endpoint, (*COUNT_COLUMNS, *latency), "", stacked=False)
     measuring = Console(width=10_000)
     if measuring.measure(whole).maximum <= width:
         return [whole]
     return [
         _table(report, endpoint, COUNT_COLUMNS, "requests in ", stacked=True),
-        _table(report, endpoint, LATENCY_COLUMNS, "latency and use in ", stacked=True),
+        _table(report, endpoint, latency, "latency and use in ", stacked=True),
     ]
 
 

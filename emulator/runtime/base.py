@@ -79,6 +79,16 @@ class ContainerStats:
 
 
 @dataclass(frozen=True)
+class DiskUsage:
+    """What one running container keeps on disk (SageMaker's DiskUtilization, §10.2)."""
+
+    #: Bytes the container wrote to its own writable layer (/tmp included): the engine's SizeRw.
+    written_bytes: int
+    #: Host folders bind-mounted read-only into it (its model data at /opt/ml/model).
+    read_only_sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ResolvedImage:
     """What an image name resolved to locally (DescribeEndpoint's DeployedImages)."""
 
@@ -137,6 +147,13 @@ class ContainerRuntime(Protocol):
 
     def stats(self, container_id: str) -> ContainerStats | None:
         """One cheap sample (the engine's one-shot stats); None when the container is not running."""
+
+    def disk_usage(self, labels: Mapping[str, str]) -> dict[str, DiskUsage]:
+        """Running containers carrying all of these labels, by id: what each keeps on disk (one
+        engine call; the engine walks each writable layer, so call it off the request path)."""
+
+    def gpu_access(self, container_id: str) -> bool:
+        """Whether the container was started with the engine's GPUs (a device request)."""
 
     def stop(self, container_id: str, grace_s: float) -> ContainerState:
         """SIGTERM, then SIGKILL after grace_s; returns the final state. Never raises if gone."""

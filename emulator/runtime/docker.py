@@ -25,6 +25,7 @@ from emulator.runtime.base import (
     ContainerSpec,
     ContainerState,
     ContainerStats,
+    DiskUsage,
     ImageConfig,
     ProcessInfo,
     ResolvedImage,
@@ -217,6 +218,12 @@ class DockerRuntime:
 
     def stats(self, container_id: str) -> ContainerStats | None:
         return self._stats.stats(container_id)
+
+    def disk_usage(self, labels: Mapping[str, str]) -> dict[str, DiskUsage]:
+        return self._stats.disk_usage(labels)
+
+    def gpu_access(self, container_id: str) -> bool:
+        return self._stats.gpu_access(container_id)
 
     def stop(self, container_id: str, grace_s: float) -> ContainerState:
         """SIGTERM, then SIGKILL after grace_s, as SageMaker stops instances."""

@@ -387,7 +387,7 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
                 {
                     "TargetValue": 1.0,
                     "CustomizedMetricSpecification": {
-                        "MetricName": "GPUUtilization",
+                        "MetricName": "CPUReservation",
                         "Namespace": "/aws/sagemaker/Endpoints",
                         "Dimensions": [
                             {"Name": "EndpointName", "Value": "Errors"},
@@ -399,7 +399,7 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
                 (
                     "ValidationException",
                     400,
-                    "smlocal publishes no metric /aws/sagemaker/Endpoints/GPUUtilization",
+                    "smlocal publishes no metric /aws/sagemaker/Endpoints/CPUReservation",
                 ),
             ),
         ]

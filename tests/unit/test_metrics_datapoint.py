@@ -194,7 +194,9 @@ def test_time_scale_must_be_positive(tmp_path: Path, scale: float) -> None:
 DIMS = (("EndpointName", "ep"), ("VariantName", "v"))
 SAGEMAKER = "AWS/SageMaker"
 PUBLISHED = (
-    "/aws/sagemaker/Endpoints/CPUUtilization, /aws/sagemaker/Endpoints/MemoryUtilization, "
+    "/aws/sagemaker/Endpoints/CPUUtilization, /aws/sagemaker/Endpoints/DiskUtilization, "
+    "/aws/sagemaker/Endpoints/GPUMemoryUtilization, /aws/sagemaker/Endpoints/GPUUtilization, "
+    "/aws/sagemaker/Endpoints/MemoryUtilization, "
     "AWS/SageMaker/Invocation4XXErrors, AWS/SageMaker/Invocation5XXErrors, "
     "AWS/SageMaker/InvocationModelErrors, AWS/SageMaker/Invocations, "
     "AWS/SageMaker/InvocationsPerInstance, AWS/SageMaker/ModelLatency, AWS/SageMaker/OverheadLatency"

@@ -72,6 +72,17 @@ METRICS: tuple[MetricInfo, ...] = (
     MetricInfo(
         "MemoryUtilization", INSTANCE_NAMESPACE, "Percent", "sagemaker_memory_utilization_percent", "gauge"
     ),
+    MetricInfo(
+        "DiskUtilization", INSTANCE_NAMESPACE, "Percent", "sagemaker_disk_utilization_percent", "gauge"
+    ),
+    MetricInfo("GPUUtilization", INSTANCE_NAMESPACE, "Percent", "sagemaker_gpu_utilization_percent", "gauge"),
+    MetricInfo(
+        "GPUMemoryUtilization",
+        INSTANCE_NAMESPACE,
+        "Percent",
+        "sagemaker_gpu_memory_utilization_percent",
+        "gauge",
+    ),
 )
 #: The catalogue by metric name.
 METRICS_BY_NAME = {m.name: m for m in METRICS}
@@ -84,6 +95,18 @@ COUNT_METRICS = frozenset(
         "InvocationModelErrors",
     }
 )
+
+
+#: The instance metrics (sampled, one statistic set per period): metric name -> the attribute that
+#: holds it on a Period and, with `_last`, on a VariantSeries (series.py). GPU metrics only for
+#: instances with GPUs: without, no datapoint at all (docs/metrics.md).
+UTILIZATION_METRICS: dict[str, str] = {
+    "CPUUtilization": "cpu",
+    "MemoryUtilization": "memory",
+    "DiskUtilization": "disk",
+    "GPUUtilization": "gpu",
+    "GPUMemoryUtilization": "gpu_memory",
+}
 
 
 def locate(namespace: str, name: str, dimensions: Iterable[tuple[str, str]]) -> tuple[str, str] | None:

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from emulator.hosting.monitoring.catalogue import METRICS_BY_NAME, MetricInfo
-from emulator.hosting.monitoring.series import Period, VariantSeries
+from emulator.hosting.monitoring.catalogue import METRICS_BY_NAME, UTILIZATION_METRICS, MetricInfo
+from emulator.hosting.monitoring.series import Period, Stat, VariantSeries
 
 
 def report(endpoint: str, series: Sequence[VariantSeries], period_s: float, current: int) -> dict[str, Any]:
@@ -72,8 +72,8 @@ def prometheus(series: Iterable[VariantSeries]) -> str:
             rows.append((s, "_sum", getattr(s, attr)))
             rows.append((s, "_count", s.invocations))
         family(METRICS_BY_NAME[name], f"SageMaker {name} in microseconds: {help_text}.", rows)
-    for name, attr in (("CPUUtilization", "cpu_last"), ("MemoryUtilization", "memory_last")):
-        gauge_rows = [(s, "", v) for s in all_series if (v := getattr(s, attr)) is not None]
+    for name, attr in UTILIZATION_METRICS.items():
+        gauge_rows = [(s, "", v) for s in all_series if (v := getattr(s, f"{attr}_last")) is not None]
         family(METRICS_BY_NAME[name], f"SageMaker {name}, last sample, mean over instances.", gauge_rows)
     out.append("# HELP sagemaker_variant_instances Instances of the variant.")
     out.append("# TYPE sagemaker_variant_instances gauge")
@@ -98,10 +98,10 @@ def _period_metrics(endpoint: str, variant: str, p: Period) -> dict[str, dict[st
         out[name] = stats
     out["ModelLatency"] = p.model_latency.statistics()
     out["OverheadLatency"] = p.overhead_latency.statistics()
-    if p.cpu.count:
-        out["CPUUtilization"] = p.cpu.statistics()
-    if p.memory.count:
-        out["MemoryUtilization"] = p.memory.statistics()
+    for name, attr in UTILIZATION_METRICS.items():
+        stat: Stat = getattr(p, attr)
+        if stat.count:
+            out[name] = stat.statistics()
     dims = [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}]
     for name, stats in out.items():
         info = METRICS_BY_NAME[name]

@@ -1,4 +1,4 @@
-"""CPU and memory of every live instance, sampled once per metric period into `Metrics`
+"""CPU, memory, disk and GPU use of every live instance, sampled once per metric period into `Metrics`
 (the /aws/sagemaker/Endpoints namespace; docs/metrics.md)."""
 
 from __future__ import annotations
@@ -7,11 +7,17 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from emulator.hosting.monitoring.disk import ModelDataSizes, utilization
 from emulator.hosting.monitoring.store import Metrics
+from emulator.runtime import gpus as gpu_readers
+from emulator.runtime.base import DiskUsage
 
 log = logging.getLogger(__name__)
+
+
+_GpuPair = tuple[float | None, float | None]
 
 
 @dataclass(frozen=True)
@@ -24,13 +30,32 @@ class InstanceRef:
     container_id: str
 
 
-class Sampler:
-    """Samples every live instance's CPU and memory once per period (a background task).
+@dataclass(frozen=True)
+class InstanceProbes:
+    """The disk and GPU side of sampling (app.py wires them to the runtime and the config).
 
-    `instances` lists the live instances (one engine call), `stats` samples one container (blocking:
+    `disk_usage` lists what every running endpoint container keeps on disk (one engine call),
+    `volume_bytes` gives a variant's volume per instance, `gpus` reads the host's GPUs (None: this
+    host has none readable: no GPU datapoints at all), `gpu_access` says whether a container was
+    given them. Disk is sampled every `disk_every` periods (the engine walks each writable layer)."""
+
+    disk_usage: Callable[[], Mapping[str, DiskUsage]] | None = None
+    volume_bytes: Callable[[str, str], float] | None = None
+    gpus: gpu_readers.GpuReader | None = None
+    gpu_access: Callable[[str], bool] | None = None
+    disk_every: int = 1
+    model_sizes: ModelDataSizes = field(default_factory=ModelDataSizes)
+
+
+class Sampler:
+    """Samples every live instance's CPU, memory, disk and GPUs once per period (a background task).
+
+    `instances` lists the live containers (one engine call), `stats` samples one container (blocking:
     run in threads, at most `concurrency` at a time: Docker 20.10 takes up to ~1 s to answer a
-    one-shot stats call, waiting, not computing), `instance_counts` gives each variant's count.
-    The cost per period is one list call and one stats call per instance, never on the request path.
+    one-shot stats call, waiting, not computing), `instance_counts` gives each variant's count,
+    `probes` the disk and GPU side (one more thread, alongside the stats calls). The cost per period
+    is two list calls and one stats call per container (plus a GPU read where instances have GPUs),
+    never on the request path.
     """
 
     def __init__(
@@ -41,6 +66,7 @@ class Sampler:
         instance_counts: Callable[[], Awaitable[Mapping[tuple[str, str], int]]],
         interval_s: float,
         concurrency: int = 4,
+        probes: InstanceProbes | None = None,
     ) -> None:
         self._metrics = metrics
         self._instances = instances
@@ -49,6 +75,11 @@ class Sampler:
         self._interval = interval_s
         self._limit = asyncio.Semaphore(concurrency)
         self._task: asyncio.Task[None] | None = None
+        self._probes = probes or InstanceProbes()
+        self._samples = 0
+        #: Seconds the last disk and GPU reads took (docs/metrics.md has the figures).
+        self.last_disk_s: float | None = None
+        self.last_gpu_s: float | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="metrics-sampler")
@@ -86,6 +117,79 @@ class Sampler:
                     log.debug("no stats for %s: %s", ref.container_id, exc)
                     return ref, None
 
-        for ref, sample in await asyncio.gather(*(one(r) for r in refs)):
+        probes = self._probes
+        disk_due = probes.disk_usage is not None and self._samples % max(probes.disk_every, 1) == 0
+        self._samples += 1
+        results = await asyncio.gather(
+            asyncio.gather(*(one(r) for r in refs)),
+            asyncio.to_thread(self._disk, refs) if disk_due else _nothing(),
+            asyncio.to_thread(self._gpu, refs),
+        )
+        for ref, sample in results[0]:
             if sample is not None:
                 self._metrics.record_utilization(ref.endpoint, ref.variant, *sample)
+        for (endpoint, variant), disk in results[1] or ():
+            self._metrics.record_utilization(endpoint, variant, None, None, disk=disk)
+        for (endpoint, variant), (gpu, gpu_memory) in results[2]:
+            self._metrics.record_utilization(endpoint, variant, None, None, gpu=gpu, gpu_memory=gpu_memory)
+
+    def _disk(self, refs: list[InstanceRef]) -> list[tuple[tuple[str, str], float]]:
+        """DiskUtilization of each instance: its containers' bytes on disk over its volume
+        (blocking: one engine call, and a walk of each model data folder the first time)."""
+        probes = self._probes
+        if probes.disk_usage is None or probes.volume_bytes is None:
+            return []
+        out: list[tuple[tuple[str, str], float]] = []
+        try:
+            started = time.perf_counter()
+            usage = probes.disk_usage()
+            for (endpoint, variant, _instance), group in _by_instance(refs).items():
+                found = [usage[r.container_id] for r in group if r.container_id in usage]
+                volume = probes.volume_bytes(endpoint, variant)
+                if found and volume > 0:
+                    out.append(((endpoint, variant), utilization(probes.model_sizes.in_use(found), volume)))
+            self.last_disk_s = time.perf_counter() - started
+        except Exception as exc:  # noqa: BLE001 - an engine hiccup: no disk datapoint this period
+            log.debug("no disk usage: %s", exc)
+            return []
+        return out
+
+    def _gpu(
+        self, refs: list[InstanceRef]
+    ) -> list[tuple[tuple[str, str], tuple[float | None, float | None]]]:
+        """GPUUtilization and GPUMemoryUtilization of each instance whose containers have the GPUs
+        (blocking). Each such instance sees all of the host's GPUs (docker run --gpus all), so each
+        reports all of them; an instance without GPUs, or a host without any, reports nothing."""
+        reader, access = self._probes.gpus, self._probes.gpu_access
+        if reader is None or access is None or not refs:
+            return []
+        try:
+            started = time.perf_counter()
+            with_gpus = [
+                (endpoint, variant)
+                for (endpoint, variant, _instance), group in _by_instance(refs).items()
+                if any(access(r.container_id) for r in group)
+            ]
+            if not with_gpus:
+                return []
+            util, memory = gpu_readers.totals(reader())
+            if util is None and memory is None:
+                return []
+            out = [(key, (util, memory)) for key in with_gpus]
+            self.last_gpu_s = time.perf_counter() - started
+        except Exception as exc:  # noqa: BLE001 - a driver hiccup: no GPU datapoint this period
+            log.debug("no GPU sample: %s", exc)
+            return []
+        return out
+
+
+def _by_instance(refs: Iterable[InstanceRef]) -> dict[tuple[str, str, str], list[InstanceRef]]:
+    """The containers of each instance (a multi-container instance has several)."""
+    groups: dict[tuple[str, str, str], list[InstanceRef]] = {}
+    for ref in refs:
+        groups.setdefault((ref.endpoint, ref.variant, ref.instance_id or ref.container_id), []).append(ref)
+    return groups
+
+
+async def _nothing() -> list[tuple[tuple[str, str], float]]:
+    return []

@@ -56,6 +56,9 @@ class Period:
         "overhead_latency",
         "cpu",
         "memory",
+        "disk",
+        "gpu",
+        "gpu_memory",
     )
 
     def __init__(self, index: int) -> None:
@@ -69,6 +72,9 @@ class Period:
         self.overhead_latency = Stat()
         self.cpu = Stat()
         self.memory = Stat()
+        self.disk = Stat()
+        self.gpu = Stat()
+        self.gpu_memory = Stat()
 
 
 class VariantSeries:
@@ -89,6 +95,9 @@ class VariantSeries:
         "overhead_latency_sum",
         "cpu_last",
         "memory_last",
+        "disk_last",
+        "gpu_last",
+        "gpu_memory_last",
     )
 
     def __init__(self, endpoint: str, variant: str, instances: int, keep: int, index: int) -> None:
@@ -106,6 +115,9 @@ class VariantSeries:
         self.overhead_latency_sum = 0.0
         self.cpu_last: float | None = None
         self.memory_last: float | None = None
+        self.disk_last: float | None = None
+        self.gpu_last: float | None = None
+        self.gpu_memory_last: float | None = None
 
     def period(self, index: int) -> Period:
         current = self.current

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from emulator.hosting.monitoring.catalogue import COUNT_METRICS
-from emulator.hosting.monitoring.series import Period
+from emulator.hosting.monitoring.catalogue import COUNT_METRICS, UTILIZATION_METRICS
+from emulator.hosting.monitoring.series import Period, Stat
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,15 @@ def statistic_set(name: str, p: Period) -> StatisticSet | None:
             "InvocationModelErrors": p.model_errors,
         }[name]
         return StatisticSet(float(n), float(errors), 1.0 if errors == n else 0.0, 1.0 if errors else 0.0)
-    stat = {
-        "ModelLatency": p.model_latency,
-        "OverheadLatency": p.overhead_latency,
-        "CPUUtilization": p.cpu,
-        "MemoryUtilization": p.memory,
-    }.get(name)
-    if stat is None or not stat.count:
+    stat: Stat
+    if name == "ModelLatency":
+        stat = p.model_latency
+    elif name == "OverheadLatency":
+        stat = p.overhead_latency
+    elif name in UTILIZATION_METRICS:
+        stat = getattr(p, UTILIZATION_METRICS[name])
+    else:
+        return None
+    if not stat.count:
         return None
     return StatisticSet(float(stat.count), stat.sum, stat.min, stat.max)

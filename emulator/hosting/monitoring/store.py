@@ -5,7 +5,8 @@ last `keep` periods kept. Alongside the periods, running totals feed the Prometh
 
 `record` is on the request path: two dict lookups, one integer division, a handful of attribute
 updates on __slots__ objects; a new object only when a period starts. It runs on the event loop,
-so it needs no lock. CPU and memory are sampled by `sampler.Sampler`, a background task, once per period.
+so it needs no lock. CPU, memory, disk and GPU use are sampled by `sampler.Sampler`, a background
+task, once per period.
 See docs/metrics.md.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 
 from emulator.hosting.monitoring import exposition
 from emulator.hosting.monitoring.catalogue import COUNT_METRICS, METRICS, METRICS_BY_NAME
-from emulator.hosting.monitoring.series import Period, VariantSeries
+from emulator.hosting.monitoring.series import Period, Stat, VariantSeries
 from emulator.hosting.monitoring.statistics import ZERO_SET, StatisticSet, merge_sets, statistic_set
 
 log = logging.getLogger(__name__)
@@ -116,18 +117,32 @@ class Metrics:
         series.instances = max(count, 1)
 
     def record_utilization(
-        self, endpoint: str, variant: str, cpu: float | None, memory: float | None
+        self,
+        endpoint: str,
+        variant: str,
+        cpu: float | None,
+        memory: float | None,
+        *,
+        disk: float | None = None,
+        gpu: float | None = None,
+        gpu_memory: float | None = None,
     ) -> None:
-        """One instance's sample (percent; CPU summed over cores)."""
+        """One instance's sample (percent; CPU summed over cores, GPU figures summed over GPUs).
+        None: not measured this time (no datapoint)."""
         index = int(self._clock() // self.period_s)
         series = self._get(endpoint, variant, index)
         p = series.period(index)
-        if cpu is not None:
-            p.cpu.add(cpu)
-            series.cpu_last = cpu
-        if memory is not None:
-            p.memory.add(memory)
-            series.memory_last = memory
+        for attr, value in (
+            ("cpu", cpu),
+            ("memory", memory),
+            ("disk", disk),
+            ("gpu", gpu),
+            ("gpu_memory", gpu_memory),
+        ):
+            if value is not None:
+                stat: Stat = getattr(p, attr)
+                stat.add(value)
+                setattr(series, f"{attr}_last", value)
 
     async def after_each_period(self, evaluate: Callable[[], None], what: str) -> None:
         """Call `evaluate` just after each period closes, as CloudWatch evaluates complete
