@@ -161,9 +161,12 @@ class DockerRuntime:
                 log.warning("after a failed start: %s", exc.message)
 
     @staticmethod
-    def _handle(container: Any, container_port: int, via: Any | None = None) -> ContainerHandle:
-        """The handle of a container; of an isolated one (via its forwarder), the forwarder's port."""
-        ports = (via or container).attrs.get("NetworkSettings", {}).get("Ports") or {}
+    def _handle(
+        container: Any, container_port: int, via: Any | None = None, no_port: bool = False
+    ) -> ContainerHandle:
+        """The handle of a container; of an isolated one (via its forwarder), the forwarder's port;
+        of one that joined another's network (via that container), that container's binding."""
+        ports = {} if no_port else (via or container).attrs.get("NetworkSettings", {}).get("Ports") or {}
         bindings = ports.get(f"{container_port}/tcp") or []
         host_port = next((int(b["HostPort"]) for b in bindings if b.get("HostIp") in ("127.0.0.1", "")), 0)
         return ContainerHandle(
@@ -284,7 +287,10 @@ class DockerRuntime:
                 # joined another's network: reached on that container's ports (port 0 once it is gone)
                 owner_id = mode.removeprefix("container:")
                 owner = by_id.get(owner_id) or self._get(owner_id)
-                handles.append(self._handle(container, container_port, via=owner or _NO_PORTS))
+                if owner is None:
+                    handles.append(self._handle(container, container_port, no_port=True))
+                else:
+                    handles.append(self._handle(container, container_port, via=owner))
             elif group is None:
                 handles.append(self._handle(container, container_port))
             elif container.labels.get(ROLE) != ROLE_FORWARDER:
@@ -361,13 +367,6 @@ class DockerRuntime:
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
             return None
         return int(result.get("StatusCode", -1))
-
-
-class _NoPorts:
-    attrs: dict[str, Any] = {}
-
-
-_NO_PORTS = _NoPorts()
 
 
 def _explain(exc: Exception) -> str:

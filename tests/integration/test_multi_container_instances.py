@@ -249,3 +249,32 @@ def test_restart_adopts_whole_instances_and_down_removes_every_part(
     result = down(tmp_path, "http://127.0.0.1:9", grace_s=2)
     assert result.containers == 3
     assert listed(engine, "mc-restart") == []
+
+
+def test_scaling_out_and_in_adds_and_removes_whole_instances(
+    smlocal: Smlocal, echo_bind_image: str, engine: docker.DockerClient
+) -> None:
+    assert (
+        deploy_multi(smlocal, "mc-scale", [{"Image": echo_bind_image}] * 3)["EndpointStatus"] == "InService"
+    )
+    try:
+        for count in (2, 1):
+            smlocal.sm.update_endpoint_weights_and_capacities(
+                EndpointName="mc-scale",
+                DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": count}],
+            )
+            described: dict[str, Any] | None = None
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                described = smlocal.sm.describe_endpoint(EndpointName="mc-scale")
+                if described["EndpointStatus"] != "Updating":
+                    break
+                time.sleep(0.05)
+            assert described is not None and described["EndpointStatus"] == "InService"
+            assert described["ProductionVariants"][0]["CurrentInstanceCount"] == count
+            parts = listed(engine, "mc-scale")
+            assert len(parts) == 4 * count  # three model containers and a network container each
+            assert len({c["Labels"][labels.INSTANCE] for c in parts}) == count
+    finally:
+        smlocal.cleanup("mc-scale")
+    assert listed(engine, "mc-scale") == []
