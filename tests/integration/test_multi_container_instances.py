@@ -278,3 +278,29 @@ def test_scaling_out_and_in_adds_and_removes_whole_instances(
     finally:
         smlocal.cleanup("mc-scale")
     assert listed(engine, "mc-scale") == []
+
+
+def test_an_instance_missing_a_container_after_a_restart_is_replaced_whole(
+    tmp_path: Path, echo_bind_image: str, engine: docker.DockerClient, aws_credentials: None
+) -> None:
+    crashed = start_smlocal(tmp_path, echo_bind_image, stop_containers=False)
+    try:
+        assert (
+            deploy_multi(crashed, "mc-part", [{"Image": echo_bind_image}] * 2)["EndpointStatus"]
+            == "InService"
+        )
+    finally:
+        crashed.server.stop()
+    before = listed(engine, "mc-part")
+    (victim,) = [c for c in before if c["Labels"].get(labels.CONTAINER_HOSTNAME) == "container-2"]
+    engine.api.kill(victim["Id"])
+    restarted = start_smlocal(tmp_path, echo_bind_image)
+    try:
+        assert restarted.wait("mc-part")["EndpointStatus"] == "InService"
+        after = listed(engine, "mc-part")
+        assert len(after) == 3 and all(c["State"] == "running" for c in after)
+        assert not {c["Id"] for c in after} & {c["Id"] for c in before}  # no part of the old one kept
+        restarted.cleanup("mc-part")
+    finally:
+        restarted.server.stop()
+    assert listed(engine, "mc-part") == []

@@ -260,3 +260,29 @@ def test_a_blue_green_update_from_one_container_to_a_pipeline_fails_no_request(
     assert errors == []
     assert answers[0] == b"q" and answers[-1] == b"q|one:t/q;accept=-|two:application/octet-stream;accept=-"
     assert set(answers) == {answers[0], answers[-1]}
+
+
+def test_a_container_dying_mid_pipeline_is_named_and_its_instance_replaced(
+    smlocal: Smlocal, echo_bind_image: str
+) -> None:
+    # the middle container is the plain echo (no STAGE): the custom attribute crash=1 kills it
+    containers = [stage(echo_bind_image, "one"), {"Image": echo_bind_image}, stage(echo_bind_image, "three")]
+    assert deploy_multi(smlocal, "mc-die", containers)["EndpointStatus"] == "InService"
+    try:
+        with pytest.raises(ClientError) as info:
+            smlocal.rt.invoke_endpoint(EndpointName="mc-die", Body=b"x", CustomAttributes="crash=1")
+        code, status, message = error_of(info)
+        assert (code, status) == ("ModelError", 424)
+        assert message.startswith("Received server error (0) from container-2 with message"), message
+        assert "container-2" in info.value.response["OriginalMessage"]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the instance is replaced; the endpoint serves again
+            try:
+                got = smlocal.rt.invoke_endpoint(EndpointName="mc-die", Body=b"x", ContentType="t/x")
+                break
+            except ClientError:
+                time.sleep(0.1)
+        assert got["Body"].read() == b"x|one:t/x;accept=-|three:application/octet-stream;accept=-"
+        assert smlocal.sm.describe_endpoint(EndpointName="mc-die")["EndpointStatus"] == "InService"
+    finally:
+        smlocal.cleanup("mc-die")
