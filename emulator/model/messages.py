@@ -176,3 +176,71 @@ def no_tagged_resource(arn: str) -> str:  # [U]
 
 def too_many_tags(arn: str, limit: int) -> str:  # [U]
     return f"The resource {arn} would have more than {limit} tags."
+
+
+# ---------------------------------------------------------------------- multi-container models (§4)
+
+
+def primary_and_containers() -> str:  # [U]
+    return "Specify either PrimaryContainer or Containers, not both."
+
+
+def no_container() -> str:  # [U]
+    return "A model needs a PrimaryContainer or at least one entry in Containers."
+
+
+def direct_needs_hostnames() -> str:  # [U]
+    return (
+        "ContainerHostname must be specified for every container when InferenceExecutionConfig Mode "
+        "is Direct."
+    )
+
+
+def serial_hostnames_all_or_none() -> str:  # [U]
+    return "ContainerHostname must be specified for all containers or for none of them."
+
+
+def duplicate_hostname(hostname: str) -> str:  # [U]
+    return (
+        f"ContainerHostname {hostname} is used by more than one container. "
+        "Container hostnames must be unique."
+    )
+
+
+def missing_bind_to_port_label(image: str) -> str:  # [D] §3.5
+    return (
+        f"Your Ecr Image {image} does not contain required "
+        "com.amazonaws.sagemaker.capabilities.accept-bind-to-port=true Docker label(s)."
+    )
+
+
+def containers_failed_ping(variant: str, hostnames: str) -> str:  # [D] the form; [U] the words around it
+    return (
+        f"The containers {hostnames} for production variant {variant} did not pass the ping health check. "
+        "Please check CloudWatch logs for this endpoint."
+    )
+
+
+def target_container_required(endpoint: str) -> str:  # [U]
+    return (
+        f"Endpoint {endpoint} is a multi-container endpoint with Direct invocation: "
+        "specify the TargetContainerHostname of the container to invoke."
+    )
+
+
+def unknown_target_container(hostname: str, endpoint: str) -> str:  # [U]
+    return f"TargetContainerHostname {hostname} does not match any container of endpoint {endpoint}."
+
+
+def target_container_not_direct(endpoint: str) -> str:  # [U]
+    return (
+        f"TargetContainerHostname is only allowed for multi-container endpoints with Direct invocation; "
+        f"endpoint {endpoint} is not one."
+    )
+
+
+def pipeline_payload_too_large(source: str, target: str, size: int) -> str:  # [D] 2023 text
+    return (
+        f"Received response from {source} with status code 200. However, the request payload from "
+        f"{source} to {target} is {size} bytes, which has exceeded the maximum limit of 5 MB."
+    )

@@ -55,6 +55,29 @@ class Model:
     execution_role_arn: str | None = None
     enable_network_isolation: bool = False
     tags: tuple[tuple[str, str], ...] = ()
+    #: CreateModel's Containers, in order (empty for a model of one PrimaryContainer, whose
+    #: `primary_container` is then its only one; for a Containers model it is the first of them)
+    containers: tuple[ContainerDefinition, ...] = ()
+    #: InferenceExecutionConfig.Mode as given ("Serial" | "Direct"); None: not given (Serial)
+    inference_mode: str | None = None
+
+    @property
+    def all_containers(self) -> tuple[ContainerDefinition, ...]:
+        """The containers every instance runs, in order."""
+        return self.containers or (self.primary_container,)
+
+    @property
+    def multi_container(self) -> bool:
+        """Several containers share each instance (own ports, the bind-to-port label required)."""
+        return len(self.containers) > 1
+
+    @property
+    def direct(self) -> bool:
+        return self.inference_mode == "Direct"
+
+    def hostnames(self) -> tuple[str, ...]:
+        """Each container's name: its ContainerHostname, else by position (`container-1`, ...)."""
+        return tuple(c.hostname or f"container-{i}" for i, c in enumerate(self.all_containers, start=1))
 
 
 @dataclass(frozen=True)

@@ -104,23 +104,35 @@ class DockerRuntime:
                 self._isolation.forwarder_image()  # before anything is created
                 container_labels[ISOLATION_GROUP] = spec.name
                 network = self._isolation.create_network(spec)
+            joined = self._get(spec.join_network_of) if spec.join_network_of else None
+            if spec.join_network_of and joined is None:
+                raise EngineError(f"Docker could not start {spec.image}: its network container is gone")
+            options: dict[str, Any] = {}
+            if joined is not None:
+                options["network_mode"] = f"container:{joined.id}"
+            else:
+                ports = {} if network else {f"{spec.container_port}/tcp": (spec.host_ip, None)}
+                for port in () if network else spec.extra_ports:
+                    ports[f"{port}/tcp"] = (spec.host_ip, None)
+                options.update(ports=ports, network=network, hostname=spec.hostname)
+                if spec.extra_hosts:
+                    options["extra_hosts"] = dict(spec.extra_hosts)
             container = self.client.containers.create(
                 spec.image,
                 command=list(spec.args),
                 name=spec.name,
                 environment=dict(spec.environment),
                 labels=container_labels,
-                ports={}
-                if network
-                else {f"{p}/tcp": (spec.host_ip, None) for p in (spec.container_port, *spec.extra_ports)},
-                network=network,
                 mounts=mounts,
                 device_requests=device_requests,
-                hostname=spec.hostname,
                 stop_signal="SIGTERM",
+                **options,
             )
             container.start()
             container.reload()
+            if joined is not None:
+                joined.reload()
+                return self._handle(container, spec.container_port, via=joined)
             if network is not None:
                 address = self._isolation.address_on(container, network)
                 forwarder = self._isolation.start_forwarder(spec, network, address)
@@ -150,9 +162,12 @@ class DockerRuntime:
                 log.warning("after a failed start: %s", exc.message)
 
     @staticmethod
-    def _handle(container: Any, container_port: int, via: Any | None = None) -> ContainerHandle:
-        """The handle of a container; of an isolated one (via its forwarder), the forwarder's port."""
-        ports = (via or container).attrs.get("NetworkSettings", {}).get("Ports") or {}
+    def _handle(
+        container: Any, container_port: int, via: Any | None = None, no_port: bool = False
+    ) -> ContainerHandle:
+        """The handle of a container; of an isolated one (via its forwarder), the forwarder's port;
+        of one that joined another's network (via that container), that container's binding."""
+        ports = {} if no_port else (via or container).attrs.get("NetworkSettings", {}).get("Ports") or {}
         bindings = ports.get(f"{container_port}/tcp") or []
         host_port = next((int(b["HostPort"]) for b in bindings if b.get("HostIp") in ("127.0.0.1", "")), 0)
         return ContainerHandle(
@@ -275,11 +290,21 @@ class DockerRuntime:
                     forwarders[group] = member
                 else:
                     models.add(group)
+        by_id = {c.id: c for c in containers}
         handles = []
         for container in containers:
             container_port = int(container.labels.get(CONTAINER_PORT, "8080"))
             group = container.labels.get(ISOLATION_GROUP)
-            if group is None:
+            mode = str((container.attrs.get("HostConfig") or {}).get("NetworkMode") or "")
+            if mode.startswith("container:"):
+                # joined another's network: reached on that container's ports (port 0 once it is gone)
+                owner_id = mode.removeprefix("container:")
+                owner = by_id.get(owner_id) or self._get(owner_id)
+                if owner is None:
+                    handles.append(self._handle(container, container_port, no_port=True))
+                else:
+                    handles.append(self._handle(container, container_port, via=owner))
+            elif group is None:
                 handles.append(self._handle(container, container_port))
             elif container.labels.get(ROLE) != ROLE_FORWARDER:
                 # an isolated model container: reached through its forwarder (port 0 without one)

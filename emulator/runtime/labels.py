@@ -30,3 +30,8 @@ CONTAINER_PORT = "smlocal.container-port"
 #: label (the model container's name), so that each part finds, and removes, the others.
 ISOLATION_GROUP = "smlocal.isolation-group"
 ROLE_FORWARDER = "forwarder"  # the ROLE of an isolated container's forwarder
+
+#: A multi-container instance: the ROLE of its network container (the one whose network namespace
+#: every container of the instance joins, publishing their ports), and each model container's name.
+ROLE_INSTANCE_NET = "instance-net"
+CONTAINER_HOSTNAME = "smlocal.container-hostname"

@@ -69,8 +69,6 @@ def _check_unsupported(members: dict[str, Any]) -> None:
             "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy "
             "inference components. Please remove the Inference Component Name header and try again."
         )
-    if "TargetContainerHostname" in members:  # [U] text
-        raise ValidationFailed("TargetContainerHostname is only valid for endpoints with Direct invocation.")
     if "TargetModel" in members:  # [U] text
         raise ValidationFailed("TargetModel is only valid for multi-model endpoints.")
 
@@ -124,7 +122,13 @@ async def invoke_endpoint(
             value = incoming.get(name)
             if value is not None:
                 forward[name] = value
-        result = await svc.invoke(members["EndpointName"], body, forward, members.get("TargetVariant"))
+        result = await svc.invoke(
+            members["EndpointName"],
+            body,
+            forward,
+            members.get("TargetVariant"),
+            members.get("TargetContainerHostname"),
+        )
     except SmlocalError as exc:
         if hooks is not None and isinstance(exc, ModelFault):
             hooks.fault(request.match_info["name"], exc, started)

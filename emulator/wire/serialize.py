@@ -8,6 +8,8 @@ from typing import Any
 
 from emulator.errors import ValidationFailed
 from emulator.model import deployment as dp
+from emulator.model import messages
+from emulator.model.containers import check_containers
 from emulator.model.resources import (
     ContainerDefinition,
     Endpoint,
@@ -73,21 +75,25 @@ def container_definition(c: Mapping[str, Any]) -> ContainerDefinition:
 
 
 def create_model_input(params: Mapping[str, Any]) -> dict[str, Any]:
-    containers = params.get("Containers") or []
+    raw = params.get("Containers") or []
     primary = params.get("PrimaryContainer")
-    if primary and containers:
-        raise ValidationFailed("Specify either PrimaryContainer or Containers, not both.")
-    if not primary:
-        if len(containers) > 1:
-            raise _unsupported("Multi-container models (more than one entry in Containers)")
-        if not containers:
-            raise ValidationFailed("A model needs a PrimaryContainer or one entry in Containers.")
-        primary = containers[0]
-    if params.get("InferenceExecutionConfig", {}).get("Mode", "Serial") != "Serial":
-        raise _unsupported("Direct multi-container invocation")
+    if primary and raw:
+        raise ValidationFailed(messages.primary_and_containers())
+    mode = (params.get("InferenceExecutionConfig") or {}).get("Mode")
+    containers: tuple[ContainerDefinition, ...] = ()
+    if primary:
+        first = container_definition(primary)
+    else:
+        containers = tuple(container_definition(c) for c in raw)
+        check_containers(containers, mode)
+        first = containers[0]
+        if len(containers) > 1 and params.get("EnableNetworkIsolation"):
+            raise _unsupported("EnableNetworkIsolation for a model of several containers")
     return {
         "name": params["ModelName"],
-        "container": container_definition(primary),
+        "container": first,
+        "containers": containers,
+        "inference_mode": mode if containers else None,
         "execution_role_arn": params.get("ExecutionRoleArn"),
         "enable_network_isolation": bool(params.get("EnableNetworkIsolation", False)),
         "tags": _tags(params),
@@ -279,10 +285,15 @@ def describe_model(m: Model) -> JSON:
     out: JSON = {
         "ModelName": m.name,
         "ModelArn": m.arn,
-        "PrimaryContainer": _container(m.primary_container),
         "CreationTime": _ts(m.creation_time),
         "EnableNetworkIsolation": m.enable_network_isolation,
     }
+    if m.containers:
+        out["Containers"] = [_container(c) for c in m.containers]
+        if m.inference_mode is not None:
+            out["InferenceExecutionConfig"] = {"Mode": m.inference_mode}
+    else:
+        out["PrimaryContainer"] = _container(m.primary_container)
     if m.execution_role_arn:
         out["ExecutionRoleArn"] = m.execution_role_arn
     return out

@@ -264,3 +264,28 @@ def test_a_state_file_from_before_deployed_copies_still_loads(tmp_path: Path) ->
     loaded = load(path)
     assert loaded.deployed == {}
     assert loaded.endpoints == full().endpoints
+
+
+def test_round_trip_multi_container_model_and_old_files_still_load(tmp_path: Path) -> None:
+    first = ContainerDefinition(image="a:1", environment={"K": "1"}, hostname="pre")
+    second = ContainerDefinition(
+        image="b:1", model_data=ModelDataSource("s3://bucket/b.tar.gz"), hostname="post"
+    )
+    multi = Model(
+        name="pipe",
+        arn=ACCOUNT.model_arn("pipe"),
+        creation_time=T0,
+        primary_container=first,
+        containers=(first, second),
+        inference_mode="Direct",
+    )
+    path = tmp_path / "state.json"
+    save(path, Snapshot(models=[*models(), multi]))
+    got = load(path)
+    assert got.models[-1] == multi
+    assert got.models[-1].hostnames() == ("pre", "post")
+    raw = json.loads(path.read_text())
+    # a single-container model is written as before (no containers key): older servers read it
+    assert all("containers" not in m for m in raw["models"][:-1])
+    assert raw["models"][-1]["inference_mode"] == "Direct"
+    assert got.models[0].containers == () and got.models[0].inference_mode is None

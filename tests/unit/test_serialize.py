@@ -86,13 +86,114 @@ def test_neither_primary_nor_containers_is_validation_failed() -> None:
         s.create_model_input(model_params())
 
 
-def test_several_containers_unsupported() -> None:
-    unsupported(s.create_model_input, model_params(Containers=[{"Image": "a"}, {"Image": "b"}]))
+def test_several_containers_are_parsed_in_order_with_their_mode() -> None:
+    got = s.create_model_input(
+        model_params(
+            Containers=[
+                {"Image": "a", "ContainerHostname": "first", "Environment": {"K": "1"}},
+                {"Image": "b", "ContainerHostname": "second", "ModelDataUrl": "s3://b/m.tar.gz"},
+            ],
+            InferenceExecutionConfig={"Mode": "Direct"},
+        )
+    )
+    assert [c.image for c in got["containers"]] == ["a", "b"]
+    assert [c.hostname for c in got["containers"]] == ["first", "second"]
+    assert got["containers"][1].model_data == ModelDataSource("s3://b/m.tar.gz")
+    assert got["container"] == got["containers"][0]
+    assert got["inference_mode"] == "Direct"
 
 
-def test_direct_invocation_unsupported() -> None:
-    params = model_params(Containers=[{"Image": "a"}], InferenceExecutionConfig={"Mode": "Direct"})
-    unsupported(s.create_model_input, params)
+def test_serial_is_the_default_and_not_recorded_when_not_given() -> None:
+    got = s.create_model_input(model_params(Containers=[{"Image": "a"}, {"Image": "b"}]))
+    assert got["inference_mode"] is None
+    assert len(got["containers"]) == 2
+
+
+def _refused(expected: str, **params: Any) -> None:
+    with pytest.raises(ValidationFailed) as info:
+        s.create_model_input(model_params(**params))
+    assert info.value.message == expected
+
+
+def test_direct_needs_a_hostname_on_every_container() -> None:
+    _refused(
+        "ContainerHostname must be specified for every container when InferenceExecutionConfig Mode "
+        "is Direct.",
+        Containers=[{"Image": "a", "ContainerHostname": "a"}, {"Image": "b"}],
+        InferenceExecutionConfig={"Mode": "Direct"},
+    )
+    _refused(  # one container, too
+        "ContainerHostname must be specified for every container when InferenceExecutionConfig Mode "
+        "is Direct.",
+        Containers=[{"Image": "a"}],
+        InferenceExecutionConfig={"Mode": "Direct"},
+    )
+
+
+def test_serial_hostnames_are_all_or_none() -> None:
+    _refused(
+        "ContainerHostname must be specified for all containers or for none of them.",
+        Containers=[{"Image": "a"}, {"Image": "b", "ContainerHostname": "b"}],
+    )
+    _refused(
+        "ContainerHostname must be specified for all containers or for none of them.",
+        Containers=[{"Image": "a", "ContainerHostname": "a"}, {"Image": "b"}],
+        InferenceExecutionConfig={"Mode": "Serial"},
+    )
+
+
+def test_duplicate_hostnames_are_refused() -> None:
+    _refused(
+        "ContainerHostname Same is used by more than one container. Container hostnames must be unique.",
+        Containers=[{"Image": "a", "ContainerHostname": "same"}, {"Image": "b", "ContainerHostname": "Same"}],
+        InferenceExecutionConfig={"Mode": "Direct"},
+    )
+
+
+def test_more_than_15_containers_refused_by_the_parser_too() -> None:
+    with pytest.raises(ValidationFailed) as info:
+        s.create_model_input(model_params(Containers=[{"Image": "a"}] * 16))
+    assert "less than or equal to 15" in info.value.message
+
+
+def test_network_isolation_of_several_containers_is_not_supported_yet() -> None:
+    msg = unsupported(
+        s.create_model_input,
+        model_params(Containers=[{"Image": "a"}, {"Image": "b"}], EnableNetworkIsolation=True),
+    )
+    assert "EnableNetworkIsolation" in msg
+    got = s.create_model_input(model_params(Containers=[{"Image": "a"}], EnableNetworkIsolation=True))
+    assert got["enable_network_isolation"] is True
+
+
+def test_model_hostnames_default_by_position() -> None:
+    m = Model(
+        "m",
+        "arn",
+        ContainerDefinition("a"),
+        T0,
+        containers=(ContainerDefinition("a"), ContainerDefinition("b"), ContainerDefinition("c")),
+    )
+    assert m.hostnames() == ("container-1", "container-2", "container-3")
+    assert m.multi_container and not m.direct
+    single = Model("m", "arn", ContainerDefinition("a", hostname="ignored"), T0)
+    assert single.all_containers == (ContainerDefinition("a", hostname="ignored"),)
+    assert not single.multi_container
+
+
+def test_describe_multi_container_model() -> None:
+    c1 = ContainerDefinition("a", hostname="x", environment={"K": "v"})
+    c2 = ContainerDefinition("b", hostname="y", model_data=ModelDataSource("s3://b/m.tar.gz"))
+    m = Model("M", "arn", c1, T0, containers=(c1, c2), inference_mode="Direct")
+    out = s.describe_model(m)
+    assert "PrimaryContainer" not in out
+    assert out["Containers"] == [
+        {"Image": "a", "Mode": "SingleModel", "Environment": {"K": "v"}, "ContainerHostname": "x"},
+        {"Image": "b", "Mode": "SingleModel", "ContainerHostname": "y", "ModelDataUrl": "s3://b/m.tar.gz"},
+    ]
+    assert out["InferenceExecutionConfig"] == {"Mode": "Direct"}
+    serial = s.describe_model(Model("M", "arn", c1, T0, containers=(c1,)))
+    assert "InferenceExecutionConfig" not in serial and len(serial["Containers"]) == 1
 
 
 def test_multi_model_mode_unsupported() -> None:

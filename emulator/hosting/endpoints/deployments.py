@@ -15,11 +15,22 @@ from emulator.errors import DeploymentFailed, EngineError, ImageNotFound, ModelD
 from emulator.hosting.endpoints import persistence, rollout
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet.invoker import FaultContext
-from emulator.hosting.fleet.plan import VariantPlan
+from emulator.hosting.fleet.plan import FIRST_PORT, PlannedContainer, VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model import messages
-from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model, ProductionVariant
-from emulator.runtime.base import ContainerHandle
+from emulator.model.resources import (
+    ContainerDefinition,
+    Endpoint,
+    EndpointConfig,
+    EndpointStatus,
+    Model,
+    ProductionVariant,
+)
+from emulator.runtime.base import ContainerHandle, ResolvedImage
+from emulator.runtime.images import DEFAULT_BASE_IMAGE, LOCAL_BASE_IMAGE
+
+#: The image label a container of a multi-container model must carry (spec §3.5)
+BIND_TO_PORT_LABEL = "com.amazonaws.sagemaker.capabilities.accept-bind-to-port"
 
 log = logging.getLogger(__name__)
 
@@ -32,29 +43,76 @@ class Deployments(ServiceBase):
         model = model or self.models.get(variant.model_name)
         if model is None:
             raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
+        if model.multi_container:
+            return await self._plan_containers(endpoint_name, variant, model)
         container = model.primary_container
+        image = await self._resolve(container.image)
+        model_dir = await self._model_dir(endpoint_name, variant, container)
+        return VariantPlan(endpoint_name, variant, model, image, model_dir)
+
+    async def _plan_containers(
+        self, endpoint_name: str, variant: ProductionVariant, model: Model
+    ) -> VariantPlan:
+        """Every container's image (which must accept SAGEMAKER_BIND_TO_PORT: the label) and model
+        data, its ports, and the image of the instance's network container."""
+        images = [await self._resolve(c.image) for c in model.all_containers]
+        unlabelled = []
+        for c, image in zip(model.all_containers, images, strict=True):
+            config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
+            if config.labels.get(BIND_TO_PORT_LABEL) != "true":
+                unlabelled.append(messages.missing_bind_to_port_label(c.image))
+        if unlabelled:
+            raise DeploymentFailed(" ".join(dict.fromkeys(unlabelled)))
+        planned = []
+        for i, (c, hostname, image) in enumerate(
+            zip(model.all_containers, model.hostnames(), images, strict=True)
+        ):
+            model_dir = await self._model_dir(endpoint_name, variant, c)
+            planned.append(PlannedContainer(hostname, c, image, model_dir, FIRST_PORT + i))
+        network_image = await self._network_image()
+        first = planned[0]
+        return VariantPlan(
+            endpoint_name, variant, model, first.image, first.model_dir, tuple(planned), network_image
+        )
+
+    async def _network_image(self) -> str:
+        """The plain Python image the instance's network container runs (as isolation's forwarder)."""
+        for name in (DEFAULT_BASE_IMAGE, LOCAL_BASE_IMAGE):
+            try:
+                return (await self.executors.engine(self.runtime.resolve_image, name)).image_id
+            except ImageNotFound:
+                continue
+        raise DeploymentFailed(  # [U] smlocal's own text
+            f"A multi-container instance needs a Python base image for its network container "
+            f"({DEFAULT_BASE_IMAGE} or {LOCAL_BASE_IMAGE}): run `smlocal setup`."
+        )
+
+    async def _resolve(self, image: str) -> ResolvedImage:
         try:
-            image = await self.executors.engine(self.runtime.resolve_image, container.image)
+            return await self.executors.engine(self.runtime.resolve_image, image)
         except ImageNotFound as exc:
-            raise DeploymentFailed(messages.image_not_found(container.image)) from exc
+            raise DeploymentFailed(messages.image_not_found(image)) from exc
+
+    async def _model_dir(
+        self, endpoint_name: str, variant: ProductionVariant, container: ContainerDefinition
+    ) -> Path:
         # Without model data the container still gets a read-only /opt/ml/model (empty), as the
         # contract tester runs it, so a server that writes there fails here too.
-        model_dir = self._empty_model_dir()
-        if container.model_data is not None:
-            try:
-                timeout_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
-                model_dir = await self.executors.model_data(
-                    self.artifacts.materialize,
-                    container.model_data,
-                    timeout_s * self.config.model_data_timeout_scale,
-                    timeout_s,
-                )
-            except ModelDataError as exc:
-                detail = getattr(exc, "detail", None)
-                if detail:
-                    self.deployer.platform_log(endpoint_name, f"{variant.variant_name}: {detail}")
-                raise DeploymentFailed(exc.message) from exc
-        return VariantPlan(endpoint_name, variant, model, image, model_dir)
+        if container.model_data is None:
+            return self._empty_model_dir()
+        try:
+            timeout_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
+            return await self.executors.model_data(
+                self.artifacts.materialize,
+                container.model_data,
+                timeout_s * self.config.model_data_timeout_scale,
+                timeout_s,
+            )
+        except ModelDataError as exc:
+            detail = getattr(exc, "detail", None)
+            if detail:
+                self.deployer.platform_log(endpoint_name, f"{variant.variant_name}: {detail}")
+            raise DeploymentFailed(exc.message) from exc
 
     def _empty_model_dir(self) -> Path:
         empty = self.config.artifacts_dir / "empty-model"
@@ -128,8 +186,9 @@ class Deployments(ServiceBase):
         except BaseException:
             await asyncio.shield(self._stop_handles(adopt))
             raise
-        keep = self.deployer.matching(plan, adopt)[: variant.initial_instance_count]
-        await self._stop_handles([h for h in adopt if h not in keep])
+        keep = self.deployer.matching_instances(plan, adopt)[: variant.initial_instance_count]
+        kept = {h.id for group in keep for h in group}
+        await self._stop_handles([h for h in adopt if h.id not in kept])
         return await self.deployer.launch_variant(plan, adopt=keep)  # stops `keep` if it fails
 
     async def _stop_handles(self, handles: Sequence[ContainerHandle]) -> None:

@@ -54,6 +54,12 @@ async def _ping(session: aiohttp.ClientSession, base_url: str, timeout_s: float)
         return False
 
 
+async def ping_instance(session: aiohttp.ClientSession, instance: Instance, timeout_s: float) -> bool:
+    """Healthy when every container of the instance answers its /ping with 200."""
+    results = await asyncio.gather(*(ping(session, url, timeout_s) for url in instance.base_urls))
+    return all(results)
+
+
 async def first_exit(instances: Sequence[Instance], timeout_s: float) -> None:
     """Return when any of the instances has exited, or after timeout_s."""
     if any(i.exited.is_set() for i in instances):
@@ -73,7 +79,7 @@ async def unhealthy(
     dead = [i for i in instances if i.exited.is_set()]
     if do_ping:
         alive = [i for i in instances if not i.exited.is_set()]
-        results = await asyncio.gather(*(ping(session, i.base_url, timeout_s) for i in alive))
+        results = await asyncio.gather(*(ping_instance(session, i, timeout_s) for i in alive))
         dead.extend(i for i, ok in zip(alive, results, strict=True) if not ok)
     return dead
 
@@ -186,8 +192,8 @@ class InstanceHealth(ServiceBase):
             # A crashing container's exit event usually follows within milliseconds: wait for it
             # briefly rather than ping a dying container.
             await first_exit([instance], 0.5)
-            if not instance.exited.is_set() and await ping(
-                self.ping_session, instance.base_url, self.config.limits.ping_timeout_s
+            if not instance.exited.is_set() and await ping_instance(
+                self.ping_session, instance, self.config.limits.ping_timeout_s
             ):
                 self._suspects.get(name, []).remove(instance)
                 variant.add([instance])

@@ -5,9 +5,11 @@ more only when its connection was never made.
 The invoke path's one entry is `Invocations.invoke`: in, the endpoint name, the body, the headers and
 TargetVariant (from wire/runtime_api.py); out, an Invocation (the container's whole reply and the
 variant that answered) or a ModelFault naming the variant. The HTTP call and its faults are
-fleet/invoker.py's, the choice of instance the variant's (fleet/variants.py). A streaming invoke path
-(a reply passed on as the container writes it) and routing among an instance's several containers
-belong here, beside `invoke` and `_call`."""
+fleet/invoker.py's, the choice of instance the variant's (fleet/variants.py). On a multi-container
+endpoint, TargetContainerHostname is checked here (Direct: required and known; otherwise refused)
+and the calls into an instance's containers are fleet/pipeline.py's (Direct: the one container;
+Serial: the chain). A streaming invoke path (a reply passed on as the container writes it)
+belongs here, beside `invoke` and `_call`."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from multidict import CIMultiDict
 
 from emulator.errors import EndpointNotFound, ModelFault, ModelUnreachable, ValidationFailed
 from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.fleet import pipeline
 from emulator.hosting.fleet.invoker import ContainerReply
 from emulator.hosting.fleet.variants import VariantFleet
 from emulator.model import messages
@@ -31,7 +34,12 @@ class Invocation:
 
 class Invocations(ServiceBase):
     async def invoke(
-        self, endpoint_name: str, body: bytes, headers: CIMultiDict[str], target_variant: str | None
+        self,
+        endpoint_name: str,
+        body: bytes,
+        headers: CIMultiDict[str],
+        target_variant: str | None,
+        target_container: str | None = None,
     ) -> Invocation:
         fleet = self._fleets.get(endpoint_name)
         if fleet is None:
@@ -41,15 +49,21 @@ class Invocations(ServiceBase):
         variant = fleet.choose(target_variant)
         if variant is None:
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
+        _check_target(endpoint_name, variant, target_container)
         try:
-            reply = await self._call(endpoint_name, variant, body, headers)
+            reply = await self._call(endpoint_name, variant, body, headers, target_container)
         except ModelFault as fault:
             fault.variant_name = variant.variant.variant_name
             raise
         return Invocation(reply, variant.variant.variant_name)
 
     async def _call(
-        self, endpoint_name: str, variant: VariantFleet, body: bytes, headers: CIMultiDict[str]
+        self,
+        endpoint_name: str,
+        variant: VariantFleet,
+        body: bytes,
+        headers: CIMultiDict[str],
+        target_container: str | None = None,
     ) -> ContainerReply:
         """One container call on the variant's chosen instance (a refused connection: once more)."""
         context = self._fault_contexts[endpoint_name]
@@ -61,7 +75,16 @@ class Invocations(ServiceBase):
             instance = variant.picker.pick(variant.instances)
             instance.outstanding += 1
             try:
-                reply = await self.invoker.invoke(instance.invocations_url, body, headers, context)
+                if not instance.containers:
+                    reply = await self.invoker.invoke(instance.invocations_url, body, headers, context)
+                elif target_container is not None:
+                    container = instance.by_hostname[target_container]
+                    reply = await pipeline.call_direct(self.invoker, container, body, headers, context)
+                else:
+                    budget_s = self.config.limits.invocation_timeout_s
+                    reply = await pipeline.call_serial(
+                        self.invoker, instance, body, headers, context, budget_s
+                    )
             except ModelUnreachable as exc:
                 # Refused, or a new connection dropped unanswered (exc.suspect; the invoker already
                 # retried a stale pooled one): the instance looks gone. Take it out of rotation now,
@@ -77,3 +100,19 @@ class Invocations(ServiceBase):
                 instance.outstanding -= 1
             return reply
         raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _check_target(endpoint_name: str, variant: VariantFleet, target: str | None) -> None:
+    """TargetContainerHostname: required on a Direct endpoint and naming one of its containers;
+    refused anywhere else (spec §4)."""
+    model = variant.plan.model if variant.plan is not None else None
+    direct = model is not None and model.direct
+    if not direct:
+        if target is not None:
+            raise ValidationFailed(messages.target_container_not_direct(endpoint_name))
+        return
+    if target is None:
+        raise ValidationFailed(messages.target_container_required(endpoint_name))
+    assert model is not None
+    if target not in model.hostnames():
+        raise ValidationFailed(messages.unknown_target_container(target, endpoint_name))

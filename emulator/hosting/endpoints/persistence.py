@@ -58,8 +58,7 @@ def _tags(tags: Any) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), str(v)) for k, v in tags)
 
 
-def _model_to_json(m: Model) -> dict[str, Any]:
-    c = m.primary_container
+def _container_to_json(c: ContainerDefinition) -> dict[str, Any]:
     data = None
     if c.model_data is not None:
         data = {
@@ -68,25 +67,43 @@ def _model_to_json(m: Model) -> dict[str, Any]:
             "data_type": c.model_data.data_type,
         }
     return {
+        "image": c.image,
+        "environment": dict(c.environment),
+        "model_data": data,
+        "hostname": c.hostname,
+        "mode": c.mode,
+    }
+
+
+def _container_from_json(c: dict[str, Any]) -> ContainerDefinition:
+    data = ModelDataSource(**c["model_data"]) if c["model_data"] else None
+    return ContainerDefinition(
+        image=c["image"],
+        environment=c["environment"],
+        model_data=data,
+        hostname=c["hostname"],
+        mode=c["mode"],
+    )
+
+
+def _model_to_json(m: Model) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "name": m.name,
         "arn": m.arn,
         "creation_time": _ts(m.creation_time),
         "execution_role_arn": m.execution_role_arn,
         "enable_network_isolation": m.enable_network_isolation,
         "tags": list(m.tags),
-        "container": {
-            "image": c.image,
-            "environment": dict(c.environment),
-            "model_data": data,
-            "hostname": c.hostname,
-            "mode": c.mode,
-        },
+        "container": _container_to_json(m.primary_container),
     }
+    if m.containers:  # only then: files of single-container models stay as they were
+        out["containers"] = [_container_to_json(c) for c in m.containers]
+        out["inference_mode"] = m.inference_mode
+    return out
 
 
 def _model_from_json(d: dict[str, Any]) -> Model:
-    c = d["container"]
-    data = ModelDataSource(**c["model_data"]) if c["model_data"] else None
+    containers = tuple(_container_from_json(c) for c in d.get("containers") or ())
     return Model(
         name=d["name"],
         arn=d["arn"],
@@ -94,13 +111,9 @@ def _model_from_json(d: dict[str, Any]) -> Model:
         execution_role_arn=d["execution_role_arn"],
         enable_network_isolation=d["enable_network_isolation"],
         tags=_tags(d["tags"]),
-        primary_container=ContainerDefinition(
-            image=c["image"],
-            environment=c["environment"],
-            model_data=data,
-            hostname=c["hostname"],
-            mode=c["mode"],
-        ),
+        primary_container=_container_from_json(d["container"]),
+        containers=containers,
+        inference_mode=d.get("inference_mode"),
     )
 
 

@@ -46,28 +46,36 @@ class Resources(Deployments):
         execution_role_arn: str | None = None,
         enable_network_isolation: bool = False,
         tags: tuple[tuple[str, str], ...] = (),
+        containers: tuple[ContainerDefinition, ...] = (),
+        inference_mode: str | None = None,
     ) -> Model:
+        """`container`: the PrimaryContainer, or the first of `containers` (CreateModel's Containers)."""
         arn = self.account.model_arn(name)
         if name in self.models:
             raise ResourceAlreadyExists(messages.already_exists("model", arn))
-        env_bytes = sum(len(k.encode()) + len(v.encode()) for k, v in container.environment.items())
+        every = containers or (container,)
+        # the limit holds for all keys and values of one model, across its containers (§3.1)
+        env_bytes = sum(len(k.encode()) + len(v.encode()) for c in every for k, v in c.environment.items())
         if env_bytes > ENVIRONMENT_MAX_BYTES:
             raise ValidationFailed(  # [U] text
                 f"The total size of the environment variables of model {name} is {env_bytes} bytes, "
                 f"over the limit of {ENVIRONMENT_MAX_BYTES} bytes."
             )
-        try:
-            await self.executors.engine(self.runtime.resolve_image, container.image)
-        except ImageNotFound as exc:
-            raise ValidationFailed(messages.image_not_found(container.image)) from exc
-        if container.model_data is not None:
-            await self.executors.engine(self.artifacts.check_exists, container.model_data)
+        for c in every:
+            try:
+                await self.executors.engine(self.runtime.resolve_image, c.image)
+            except ImageNotFound as exc:
+                raise ValidationFailed(messages.image_not_found(c.image)) from exc
+            if c.model_data is not None:
+                await self.executors.engine(self.artifacts.check_exists, c.model_data)
         if name in self.models:  # created meanwhile
             raise ResourceAlreadyExists(messages.already_exists("model", arn))
         model = Model(
             name=name,
             arn=arn,
             primary_container=container,
+            containers=containers,
+            inference_mode=inference_mode,
             creation_time=self._clock(),
             execution_role_arn=execution_role_arn,
             enable_network_isolation=enable_network_isolation,

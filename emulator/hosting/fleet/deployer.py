@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -19,10 +20,10 @@ import aiohttp
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, first_error
 from emulator.hosting.executors import Executors
-from emulator.hosting.fleet import logs
+from emulator.hosting.fleet import logs, multi_container
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.readiness import Outcome, PingPolicy, wait_until_healthy
-from emulator.hosting.fleet.variants import Instance, VariantFleet, new_instance_id
+from emulator.hosting.fleet.variants import Instance, InstanceContainer, VariantFleet, new_instance_id
 from emulator.model import messages
 from emulator.model.resources import DeployedImage, ProductionVariant
 from emulator.model.routing import InstancePicker
@@ -62,21 +63,23 @@ class Deployer:
         itype = variant.instance_type or ""
         return any(itype.startswith(prefix) for prefix in self._config.gpu_instance_prefixes)
 
+    def _labels(self, plan: VariantPlan, instance_id: str) -> dict[str, str]:
+        return {
+            labels.MANAGED: "true",
+            labels.OWNER: self._owner,
+            labels.ROLE: "endpoint",
+            labels.ENDPOINT: plan.endpoint_name,
+            labels.VARIANT: plan.variant.variant_name,
+            labels.INSTANCE: instance_id,
+            labels.SPEC_DIGEST: plan.spec_digest(self._config.limits.container_port),
+        }
+
     def _spec(self, plan: VariantPlan, instance_id: str) -> ContainerSpec:
         port = self._config.limits.container_port
         return ContainerSpec(
             image=plan.image.image_id,
             name=_container_name(plan.endpoint_name, plan.variant.variant_name, instance_id),
-            labels={
-                labels.MANAGED: "true",
-                labels.OWNER: self._owner,
-                labels.ROLE: "endpoint",
-                labels.ENDPOINT: plan.endpoint_name,
-                labels.VARIANT: plan.variant.variant_name,
-                labels.INSTANCE: instance_id,
-                labels.SPEC_DIGEST: plan.spec_digest(port),
-                labels.CONTAINER_PORT: str(port),
-            },
+            labels={**self._labels(plan, instance_id), labels.CONTAINER_PORT: str(port)},
             environment=dict(plan.model.primary_container.environment),
             model_dir=plan.model_dir,
             container_port=port,
@@ -100,8 +103,80 @@ class Deployer:
         logs.ExitWatcher(exited, lambda: _call_soon(loop, instance.exited.set), instance_id).start()
         return instance
 
+    def _attach_containers(
+        self,
+        plan: VariantPlan,
+        instance_id: str,
+        network: ContainerHandle,
+        handles: Sequence[ContainerHandle],
+    ) -> Instance:
+        """A multi-container instance: any of its containers exiting sets its `exited`."""
+        stream = functools.partial(
+            logs.stream_path, self._config.logs_dir, plan.endpoint_name, plan.variant.variant_name
+        )
+        containers = tuple(
+            InstanceContainer(c.hostname, h, stream(f"{instance_id}/{c.hostname}"))
+            for c, h in zip(plan.containers, handles, strict=True)
+        )
+        instance = Instance(
+            instance_id=instance_id,
+            variant_name=plan.variant.variant_name,
+            handle=handles[0],
+            containers=containers,
+            network=network,
+            log_path=containers[0].log_path,
+        )
+        loop = asyncio.get_running_loop()
+        for handle in (network, *handles):
+            self._watch_exit(handle, loop, instance, instance_id)
+        return instance
+
+    def _watch_exit(
+        self, handle: ContainerHandle, loop: asyncio.AbstractEventLoop, instance: Instance, name: str
+    ) -> None:
+        def exited() -> bool:
+            state = self._runtime.state(handle.id)
+            if not state.running:
+                return True
+            return self._runtime.wait_exit(handle.id, 3600.0) is not None
+
+        logs.ExitWatcher(exited, lambda: _call_soon(loop, instance.exited.set), name).start()
+
+    async def _start_containers(self, plan: VariantPlan, instance_id: str) -> Instance:
+        """The network container, then every model container joining it (at once); on any failure
+        every one started is stopped before the error goes on."""
+        base = _container_name(plan.endpoint_name, plan.variant.variant_name, instance_id)
+        instance_labels = self._labels(plan, instance_id)
+        network = await self.executors.engine(
+            self._runtime.start, multi_container.network_spec(plan, base, instance_labels)
+        )
+        specs = multi_container.container_specs(
+            plan, base, instance_labels, network.id, self._wants_gpu(plan.variant)
+        )
+        results = await asyncio.gather(
+            *(self.executors.engine(self._runtime.start, spec) for spec in specs), return_exceptions=True
+        )
+        started = [r for r in results if isinstance(r, ContainerHandle)]
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            grace = self._config.limits.stop_grace_s
+            await asyncio.gather(*(self.stop_container(h.id, grace) for h in started), return_exceptions=True)
+            await asyncio.gather(self.stop_container(network.id, grace), return_exceptions=True)
+            raise failed[0]
+        return self._attach_containers(plan, instance_id, network, started)
+
     async def start_instance(self, plan: VariantPlan) -> Instance:
         instance_id = new_instance_id()
+        if plan.containers:
+            instance = await self._start_containers(plan, instance_id)
+            log.info(
+                "%s/%s: started %s (%d containers)",
+                plan.endpoint_name,
+                plan.variant.variant_name,
+                instance_id,
+                len(instance.containers),
+            )
+            return instance
         handle = await self.executors.engine(self._runtime.start, self._spec(plan, instance_id))
         log.info(
             "%s/%s: started %s (%s) on %s",
@@ -113,8 +188,18 @@ class Deployer:
         )
         return self._attach(plan, instance_id, handle)
 
-    def adopt_instance(self, plan: VariantPlan, handle: ContainerHandle) -> Instance:
+    def adopt_instance(self, plan: VariantPlan, handles: Sequence[ContainerHandle]) -> Instance:
+        """`handles`: one matching instance's (matching_instances)."""
+        handle = handles[0]
         instance_id = handle.labels.get(labels.INSTANCE) or new_instance_id()
+        if plan.containers:
+            log.info(
+                "%s/%s: adopting running instance %s",
+                plan.endpoint_name,
+                plan.variant.variant_name,
+                instance_id,
+            )
+            return self._attach_containers(plan, instance_id, handle, handles[1:])
         log.info(
             "%s/%s: adopting running container %s", plan.endpoint_name, plan.variant.variant_name, handle.name
         )
@@ -131,6 +216,16 @@ class Deployer:
         can be reached (an isolated one whose forwarder is gone has no port: it is replaced)."""
         digest = plan.spec_digest(self._config.limits.container_port)
         return [h for h in candidates if h.labels.get(labels.SPEC_DIGEST) == digest and h.host_port]
+
+    def matching_instances(
+        self, plan: VariantPlan, candidates: Sequence[ContainerHandle]
+    ) -> list[tuple[ContainerHandle, ...]]:
+        """The candidates' instances started from exactly this plan, each as its containers (one,
+        or a multi-container instance's network container and then its model containers)."""
+        if plan.containers:
+            digest = plan.spec_digest(self._config.limits.container_port)
+            return multi_container.matching_instances(plan, candidates, digest)
+        return [(h,) for h in self.matching(plan, candidates)]
 
     async def start_healthy(self, plan: VariantPlan, count: int) -> list[Instance]:
         """Start `count` more instances of a running variant and wait until each is healthy;
@@ -170,6 +265,9 @@ class Deployer:
         variant = plan.variant
         deadline = float(variant.startup_health_check_timeout_s or self._config.limits.startup_timeout_s)
         policy = PingPolicy(deadline, self._config.limits.ping_timeout_s, self._config.ping_interval_s)
+        if instance.containers:
+            await self._wait_containers_healthy(plan, instance, policy)
+            return
         if instance.handle.host_port == 0:
             instance.exited.set()  # the engine published no port: the container is already gone
             readiness = None
@@ -206,12 +304,65 @@ class Deployer:
         )
         raise DeploymentFailed(messages.ping_health_check_failed(variant.variant_name))
 
+    async def _wait_containers_healthy(
+        self, plan: VariantPlan, instance: Instance, policy: PingPolicy
+    ) -> None:
+        """Healthy when every container's /ping answers 200; else the endpoint's FailureReason
+        names the container that exited, or every container that did not pass its pings."""
+        variant = plan.variant.variant_name
+        results = await asyncio.gather(
+            *(
+                wait_until_healthy(self._ping_session(), c.base_url, policy, instance.exited)
+                if c.handle.host_port
+                else _no_port(instance)
+                for c in instance.containers
+            )
+        )
+        if all(r is not None and r.outcome is Outcome.HEALTHY for r in results):
+            log.info(
+                "%s/%s: %s healthy (%d containers)",
+                plan.endpoint_name,
+                variant,
+                instance.instance_id,
+                len(results),
+            )
+            return
+        where = f"{variant}/{instance.instance_id}"
+        for c in instance.containers:
+            state = await self.executors.engine(self._runtime.state, c.handle.id)
+            if state.running:
+                continue
+            text = await self.executors.engine(self._runtime.logs, c.handle.id, 10)
+            tail = text.rstrip("\n").splitlines() if text.strip() else []
+            reason = messages.cannot_start_container(variant)
+            detail = f". The container {c.hostname} exited with code {state.exit_code}" + (
+                "; last log lines:\n" + "\n".join(tail) if tail else "; it wrote no log lines."
+            )
+            self.platform_log(plan.endpoint_name, f"{where}: {reason}{detail}")
+            raise DeploymentFailed(_clip(reason + detail))
+        failing = [
+            c.hostname
+            for c, r in zip(instance.containers, results, strict=True)
+            if r is None or r.outcome is not Outcome.HEALTHY
+        ]
+        for c, r in zip(instance.containers, results, strict=True):
+            if r is not None and r.outcome is not Outcome.HEALTHY:
+                self.platform_log(
+                    plan.endpoint_name,
+                    f"{where}: {c.hostname}: no HTTP 200 from /ping within {policy.deadline_s:g} s "
+                    f"({r.attempts} attempts); last: {r.last_observation}",
+                )
+        raise DeploymentFailed(messages.containers_failed_ping(variant, ", ".join(failing)))
+
     def platform_log(self, endpoint_name: str, line: str) -> None:
         log.info("%s: %s", endpoint_name, line)
         logs.platform_log(self._config.logs_dir, endpoint_name, line)
 
-    async def launch_variant(self, plan: VariantPlan, adopt: Sequence[ContainerHandle] = ()) -> VariantFleet:
-        """Start (or adopt) the variant's instances and wait until every one is healthy."""
+    async def launch_variant(
+        self, plan: VariantPlan, adopt: Sequence[Sequence[ContainerHandle]] = ()
+    ) -> VariantFleet:
+        """Start (or adopt: matching_instances) the variant's instances and wait until every one is
+        healthy."""
         instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
         try:
             await self._start_into(plan, plan.variant.initial_instance_count - len(instances), instances)
@@ -227,11 +378,14 @@ class Deployer:
 
     def fleet_of(self, plan: VariantPlan, instances: list[Instance]) -> VariantFleet:
         """The serving side of a variant whose instances are healthy."""
-        deployed = DeployedImage(plan.model.primary_container.image, plan.image.resolved, datetime.now(UTC))
+        now = datetime.now(UTC)
+        deployed = DeployedImage(plan.model.primary_container.image, plan.image.resolved, now)
+        more = tuple(DeployedImage(c.definition.image, c.image.resolved, now) for c in plan.containers[1:])
         return VariantFleet(
             variant=plan.variant,
             instances=instances,
             deployed_image=deployed,
+            more_images=more,
             weight=plan.variant.initial_variant_weight,
             picker=InstancePicker(plan.variant.routing_strategy.value),
             plan=plan,
@@ -250,7 +404,18 @@ class Deployer:
                 log.warning("could not stop %s (%s): %s", instance.instance_id, instance.handle.name, result)
 
     async def _stop(self, instance: Instance, grace_s: float) -> None:
-        await self.stop_container(instance.handle.id, grace_s, instance.log_path)
+        if instance.network is None:
+            await self.stop_container(instance.handle.id, grace_s, instance.log_path)
+            return
+        # every model container (SIGTERM, grace, SIGKILL, at once), then the network they share
+        results = await asyncio.gather(
+            *(self.stop_container(c.handle.id, grace_s, c.log_path) for c in instance.containers),
+            return_exceptions=True,
+        )
+        await self.stop_container(instance.network.id, grace_s)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def stop_container(self, container_id: str, grace_s: float, log_path: Path | None = None) -> None:
         """SIGTERM, grace, SIGKILL; archive the container's log (when it has a stream); remove it."""
@@ -262,6 +427,11 @@ class Deployer:
 
     def owned_containers(self) -> list[ContainerHandle]:
         return self._runtime.list({labels.MANAGED: "true", labels.OWNER: self._owner})
+
+
+async def _no_port(instance: Instance) -> None:
+    """A container the engine published no port for is already gone."""
+    instance.exited.set()
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:

@@ -59,9 +59,15 @@ class FaultContext:
     account: Account
     endpoint_name: str
 
-    def fault(self, cls: type[ModelFault], status: int, original: str) -> ModelFault:
+    def fault(
+        self, cls: type[ModelFault], status: int, original: str, container: str = "primary"
+    ) -> ModelFault:
         message = messages.model_error(
-            status, original, self.account.console_logs_url(self.endpoint_name), self.account.account_id
+            status,
+            original,
+            self.account.console_logs_url(self.endpoint_name),
+            self.account.account_id,
+            container,
         )
         return cls(message, status, original, self.account.log_group_arn(self.endpoint_name))
 
@@ -149,18 +155,28 @@ class Invoker:
         return self._session
 
     async def invoke(
-        self, url: URL, body: bytes, headers: CIMultiDict[str], context: FaultContext
+        self,
+        url: URL,
+        body: bytes,
+        headers: CIMultiDict[str],
+        context: FaultContext,
+        container: str = "primary",
+        timeout_s: float | None = None,
     ) -> ContainerReply:
         """POST the body to the container's /invocations URL (a prebuilt URL: no parsing per request).
+        `container`: the name a ModelError gives it; `timeout_s`: what is left of the budget (a
+        pipeline's later hops), else the invocation timeout.
 
         Redirects are never followed: a 3xx is the container's answer, a ModelError like any
         non-2xx (following one would send the body to whatever URL the container names)."""
         started = time.perf_counter()
         answered = False
         _reused.set(False)
+        budget_s = self._timeout_s if timeout_s is None else timeout_s
+        timeout = self._timeout if timeout_s is None else aiohttp.ClientTimeout(total=timeout_s)
         try:
             try:
-                resp = await self._post(self.session, url, body, headers, self._timeout)
+                resp = await self._post(self.session, url, body, headers, timeout)
             except aiohttp.ClientError as exc:
                 if not (_reused.get() and _closed_before_any_byte(exc)):
                     raise
@@ -168,33 +184,37 @@ class Invoker:
                 # read the request. Once more, on a new connection, within the same time budget.
                 self.stale_retries += 1
                 assert self._fresh is not None
-                left = max(0.001, self._timeout_s - (time.perf_counter() - started))
+                left = max(0.001, budget_s - (time.perf_counter() - started))
                 budget = aiohttp.ClientTimeout(total=left)
                 resp = await self._post(self._fresh, url, body, headers, budget)
             answered = True
             async with resp:
                 if resp.content_length is not None and resp.content_length > self._max_response:
                     raise context.fault(
-                        ModelResponseTooLarge, 0, messages.response_too_large(self._max_response)
+                        ModelResponseTooLarge,
+                        0,
+                        messages.response_too_large(self._max_response, container),
+                        container,
                     )
                 if resp.content_length is not None:
                     data = await resp.read()
                 else:
-                    data = await self._read_capped(resp, context)
+                    data = await self._read_capped(resp, context, container)
                 status = resp.status
                 content_type = resp.headers.get("Content-Type")
                 passed_back = {name: resp.headers[name] for name in PASSED_BACK if name in resp.headers}
         except TimeoutError as exc:
-            raise _timed(context.fault(ModelTimeout, 0, messages.invocation_timed_out()), started) from exc
+            fault = context.fault(ModelTimeout, 0, messages.invocation_timed_out(container), container)
+            raise _timed(fault, started) from exc
         except aiohttp.ClientError as exc:
-            raise _timed(_unreachable(exc, answered, context), started) from exc
+            raise _timed(_unreachable(exc, answered, context, container), started) from exc
         except ModelFault as fault:
             _timed(fault, started)
             raise
         elapsed = time.perf_counter() - started
         if not 200 <= status < 300:
             original = data.decode("utf-8", errors="replace")
-            raise _timed(context.fault(ModelErrorResponse, status, original), started)
+            raise _timed(context.fault(ModelErrorResponse, status, original, container), started)
         return ContainerReply(status, data, content_type, passed_back, elapsed)
 
     @staticmethod
@@ -208,35 +228,40 @@ class Invoker:
         """Send the request and read the status line and headers (the body is read by the caller)."""
         return await session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
 
-    async def _read_capped(self, resp: aiohttp.ClientResponse, context: FaultContext) -> bytes:
+    async def _read_capped(
+        self, resp: aiohttp.ClientResponse, context: FaultContext, container: str = "primary"
+    ) -> bytes:
         """Read a body of unknown length (chunked), failing as soon as it passes the cap."""
         chunks: list[bytes] = []
         size = 0
         async for chunk in resp.content.iter_any():
             size += len(chunk)
             if size > self._max_response:
-                raise context.fault(ModelResponseTooLarge, 0, messages.response_too_large(self._max_response))
+                too_large = messages.response_too_large(self._max_response, container)
+                raise context.fault(ModelResponseTooLarge, 0, too_large, container)
             chunks.append(chunk)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _unreachable(exc: aiohttp.ClientError, answered: bool, context: FaultContext) -> ModelFault:
+def _unreachable(
+    exc: aiohttp.ClientError, answered: bool, context: FaultContext, container: str = "primary"
+) -> ModelFault:
     """The fault for a failed connection, in words that say what happened. `suspect`: the container
     looks gone (a refused connection, or a new one closed before any answer: on a port published
     by docker-proxy, a container with nothing listening accepts and then drops the connection)."""
     detail = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, aiohttp.ClientConnectorError):
-        reason, suspect = messages.connection_refused(detail), True
+        reason, suspect = messages.connection_refused(detail, container), True
     elif answered:
-        reason, suspect = messages.closed_mid_response(detail), False
+        reason, suspect = messages.closed_mid_response(detail, container), False
     elif _closed_before_any_byte(exc):
-        reason, suspect = messages.closed_before_status_line(detail), True
+        reason, suspect = messages.closed_before_status_line(detail, container), True
     elif isinstance(exc, aiohttp.ServerDisconnectedError):
         partial = f"{type(exc).__name__}: after a partial status line"
-        reason, suspect = messages.closed_before_status_line(partial), False
+        reason, suspect = messages.closed_before_status_line(partial, container), False
     else:
-        reason, suspect = messages.container_unreachable(detail), False
-    fault = context.fault(ModelUnreachable, 0, reason)
+        reason, suspect = messages.container_unreachable(detail, container), False
+    fault = context.fault(ModelUnreachable, 0, reason, container)
     assert isinstance(fault, ModelUnreachable)
     fault.suspect = suspect
     return fault

@@ -3,6 +3,9 @@
 The deployer starts instances from it, the fleet remembers it per variant (a replacement or an
 added instance starts from the same plan), and its digest tells an adopted container after a
 restart whether it was started from the same spec.
+
+A multi-container model's plan also holds one `PlannedContainer` per container, in order: its
+hostname, image, model data, and the ports it gets inside the instance's shared network.
 """
 
 from __future__ import annotations
@@ -12,8 +15,39 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.model.resources import Model, ProductionVariant
+from emulator.model.resources import ContainerDefinition, Model, ProductionVariant
 from emulator.runtime.base import ResolvedImage
+
+#: Inside a multi-container instance container i (from 0) listens on FIRST_PORT + i
+#: (SAGEMAKER_BIND_TO_PORT) and may open other ports in SAFE_PORTS_START + 100 i .. + 99
+#: (SAGEMAKER_SAFE_PORT_RANGE): distinct, since the containers share one network namespace.
+FIRST_PORT = 8080
+SAFE_PORTS_START = 9000
+SAFE_PORTS_PER_CONTAINER = 100
+
+
+@dataclass(frozen=True)
+class PlannedContainer:
+    """One container of a multi-container instance."""
+
+    hostname: str
+    definition: ContainerDefinition
+    image: ResolvedImage
+    model_dir: Path | None
+    port: int
+
+    @property
+    def safe_port_range(self) -> str:
+        first = SAFE_PORTS_START + (self.port - FIRST_PORT) * SAFE_PORTS_PER_CONTAINER
+        return f"{first}-{first + SAFE_PORTS_PER_CONTAINER - 1}"
+
+    def environment(self) -> dict[str, str]:
+        """The container's Environment, with the ports the platform sets (they win)."""
+        return {
+            **self.definition.environment,
+            "SAGEMAKER_BIND_TO_PORT": str(self.port),
+            "SAGEMAKER_SAFE_PORT_RANGE": self.safe_port_range,
+        }
 
 
 @dataclass(frozen=True)
@@ -23,10 +57,17 @@ class VariantPlan:
     endpoint_name: str
     variant: ProductionVariant
     model: Model
+    #: the (first) container's image and model directory
     image: ResolvedImage
     model_dir: Path | None
+    #: a multi-container model's containers (empty for one container)
+    containers: tuple[PlannedContainer, ...] = ()
+    #: the image the instance's network container runs (multi-container models only)
+    network_image: str | None = None
 
     def spec_digest(self, container_port: int) -> str:
+        if self.containers:
+            return self._instance_digest()
         c = self.model.primary_container
         material = {
             "image": self.image.image_id,
@@ -37,4 +78,22 @@ class VariantPlan:
         }
         if self.model.enable_network_isolation:  # only then: other containers keep their digests
             material["network_isolation"] = True
+        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
+
+    def _instance_digest(self) -> str:
+        """One digest for every container of a multi-container instance (all of them match or none)."""
+        material = {
+            "containers": [
+                {
+                    "hostname": c.hostname,
+                    "image": c.image.image_id,
+                    "env": dict(sorted(c.environment().items())),
+                    "model_dir": str(c.model_dir) if c.model_dir else None,
+                    "port": c.port,
+                }
+                for c in self.containers
+            ],
+            "mode": self.model.inference_mode or "Serial",
+            "instance_type": self.variant.instance_type,
+        }
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]

@@ -24,13 +24,12 @@ def new_instance_id() -> str:
 
 
 @dataclass(eq=False)
-class Instance:
-    instance_id: str
-    variant_name: str
+class InstanceContainer:
+    """One container of a multi-container instance: its hostname and where it is reached."""
+
+    hostname: str
     handle: ContainerHandle
-    exited: asyncio.Event = field(default_factory=asyncio.Event)
     log_path: Path | None = None
-    outstanding: int = 0
 
     @property
     def base_url(self) -> str:
@@ -42,6 +41,39 @@ class Instance:
 
 
 @dataclass(eq=False)
+class Instance:
+    instance_id: str
+    variant_name: str
+    #: the (first) model container
+    handle: ContainerHandle
+    #: set when any container of the instance exits
+    exited: asyncio.Event = field(default_factory=asyncio.Event)
+    log_path: Path | None = None
+    outstanding: int = 0
+    #: a multi-container instance's containers, in the model's order (empty for one container)
+    containers: tuple[InstanceContainer, ...] = ()
+    #: the container whose network every container of a multi-container instance joins
+    network: ContainerHandle | None = None
+
+    @property
+    def base_url(self) -> str:
+        return self.handle.base_url
+
+    @functools.cached_property
+    def invocations_url(self) -> URL:
+        return URL(f"{self.handle.base_url}/invocations")
+
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        """Where each model container answers /ping (healthy: every one 200)."""
+        return tuple(c.base_url for c in self.containers) or (self.base_url,)
+
+    @functools.cached_property
+    def by_hostname(self) -> dict[str, InstanceContainer]:
+        return {c.hostname: c for c in self.containers}
+
+
+@dataclass(eq=False)
 class VariantFleet:
     variant: ProductionVariant
     instances: list[Instance]
@@ -49,6 +81,8 @@ class VariantFleet:
     weight: float
     picker: InstancePicker
     plan: VariantPlan | None = None
+    #: the DeployedImages of a multi-container model's other containers, in order
+    more_images: tuple[DeployedImage, ...] = ()
     #: Set by UpdateEndpointWeightsAndCapacities at the call; None: as current / as configured.
     desired_weight: float | None = None
     desired_count: int | None = None
@@ -64,7 +98,7 @@ class VariantFleet:
             desired_instance_count=(
                 self.variant.initial_instance_count if self.desired_count is None else self.desired_count
             ),
-            deployed_images=(self.deployed_image,),
+            deployed_images=(self.deployed_image, *self.more_images),
             statuses=self.statuses,
             instance_type=self.variant.instance_type,
         )
