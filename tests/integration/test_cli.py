@@ -143,3 +143,41 @@ def test_failed_deploy_says_why(server: tuple[str, subprocess.Popen[bytes]], ech
     result = smlocal("deploy", echo_image, "--name", "Bad", "--env", "EXIT_AT_START=4", url=url, check=False)
     assert result.returncode == 1
     assert "Failed: CannotStartContainerError" in result.stderr
+
+
+def test_deploy_and_invoke_a_multi_container_endpoint(
+    server: tuple[str, subprocess.Popen[bytes]], echo_bind_image: str
+) -> None:
+    """`smlocal deploy --container ... --mode direct|serial` and `smlocal invoke --container`."""
+    url, _ = server
+    smlocal(
+        "deploy", "--container", f"a={echo_bind_image}", "--container", f"b={echo_bind_image}",
+        "--mode", "direct", "--env", "GREETING=hi", "--name", "CliDirect", url=url,
+    )  # fmt: skip
+    # each call reached the container it named: its SAGEMAKER_BIND_TO_PORT differs
+    ports = {
+        name: smlocal(
+            "invoke",
+            "CliDirect",
+            "--container",
+            name,
+            "--custom-attributes",
+            "env=SAGEMAKER_BIND_TO_PORT",
+            url=url,
+        ).stdout.strip()
+        for name in ("a", "b")
+    }
+    assert ports == {"a": "8080", "b": "8081"}
+    missing = smlocal("invoke", "CliDirect", "--body", "x", url=url, check=False)
+    assert missing.returncode == 1 and "TargetContainerHostname" in missing.stderr
+
+    smlocal(
+        "deploy", "--container", f"first={echo_bind_image}", "--container", f"second={echo_bind_image}",
+        "--name", "CliSerial", url=url,
+    )  # fmt: skip
+    described = smlocal("ls", url=url)
+    assert "CliSerial" in described.stdout and "CliDirect" in described.stdout
+    chained = smlocal("invoke", "CliSerial", "--body", "hello", "--content-type", "text/plain", url=url)
+    assert chained.stdout == "hello\n"  # echo, then echo again: the pipeline's last answer
+    smlocal("delete", "CliDirect", url=url)
+    smlocal("delete", "CliSerial", url=url)

@@ -21,6 +21,7 @@ from emulator.model.resources import (
     VariantSummary,
 )
 from emulator.wire import serialize as s
+from emulator.wire import serialize_deployment
 
 T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/repo:tag"
@@ -390,12 +391,12 @@ DEPLOYMENT = {
 
 
 def test_deployment_config_round_trips() -> None:
-    parsed = s.deployment_config_input(DEPLOYMENT)
+    parsed = serialize_deployment.deployment_config_input(DEPLOYMENT)
     assert parsed is not None
     assert parsed.rollback_alarms == ("errors", "latency")
     assert parsed.blue_green is not None and parsed.blue_green.traffic_routing.canary_size is not None
     assert parsed.blue_green.traffic_routing.canary_size.value == 1
-    assert s.deployment_config_output(parsed) == DEPLOYMENT
+    assert serialize_deployment.deployment_config_output(parsed) == DEPLOYMENT
     rolling = {
         "RollingUpdatePolicy": {
             "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
@@ -403,8 +404,8 @@ def test_deployment_config_round_trips() -> None:
             "RollbackMaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 2},
         }
     }
-    parsed = s.deployment_config_input(rolling)
-    assert parsed is not None and s.deployment_config_output(parsed) == rolling
+    parsed = serialize_deployment.deployment_config_input(rolling)
+    assert parsed is not None and serialize_deployment.deployment_config_output(parsed) == rolling
     got = s.create_endpoint_input(
         {"EndpointName": "e", "EndpointConfigName": "c", "DeploymentConfig": rolling}
     )

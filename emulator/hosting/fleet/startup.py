@@ -1,0 +1,152 @@
+"""Whether a started instance became healthy within its startup budget, and the FailureReason when
+not: GET /ping until HTTP 200 on every container of the instance (fleet/readiness.py's wait), the
+container that exited named with its exit code and last log lines, or the containers that never
+passed listed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol
+
+import aiohttp
+
+from emulator.config import ServerConfig
+from emulator.errors import DeploymentFailed
+from emulator.hosting.executors import Executors
+from emulator.hosting.fleet.plan import VariantPlan
+from emulator.hosting.fleet.readiness import Outcome, PingPolicy, wait_until_healthy
+from emulator.hosting.fleet.variants import Instance
+from emulator.model import messages
+from emulator.runtime.base import ContainerRuntime
+
+log = logging.getLogger(__name__)
+
+_FAILURE_REASON_MAX = 1024
+
+
+class StartingFleet(Protocol):
+    """What the check needs of the deployer that started the instance."""
+
+    executors: Executors
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def runtime(self) -> ContainerRuntime: ...
+
+    def ping_session(self) -> aiohttp.ClientSession: ...
+
+    def platform_log(self, endpoint_name: str, line: str) -> None: ...
+
+
+class InstanceStartup:
+    def __init__(self, deployer: StartingFleet) -> None:
+        self._deployer = deployer
+
+    async def wait_healthy(self, plan: VariantPlan, instance: Instance) -> None:
+        variant = plan.variant
+        deadline = float(
+            variant.startup_health_check_timeout_s or self._deployer.config.limits.startup_timeout_s
+        )
+        policy = PingPolicy(
+            deadline, self._deployer.config.limits.ping_timeout_s, self._deployer.config.ping_interval_s
+        )
+        if instance.containers:
+            await self._wait_containers_healthy(plan, instance, policy)
+            return
+        if instance.handle.host_port == 0:
+            instance.exited.set()  # the engine published no port: the container is already gone
+            readiness = None
+        else:
+            readiness = await wait_until_healthy(
+                self._deployer.ping_session(), instance.base_url, policy, instance.exited
+            )
+            if readiness.outcome is Outcome.HEALTHY:
+                log.info(
+                    "%s/%s: %s healthy after %.2f s (%d pings)",
+                    plan.endpoint_name,
+                    variant.variant_name,
+                    instance.instance_id,
+                    readiness.elapsed_s,
+                    readiness.attempts,
+                )
+                return
+        if readiness is None or readiness.outcome is Outcome.EXITED:
+            state = await self._deployer.executors.engine(self._deployer.runtime.state, instance.handle.id)
+            text = await self._deployer.executors.engine(self._deployer.runtime.logs, instance.handle.id, 10)
+            tail = text.rstrip("\n").splitlines() if text.strip() else []
+            reason = messages.cannot_start_container(variant.variant_name)
+            detail = f". The container exited with code {state.exit_code}" + (
+                "; last log lines:\n" + "\n".join(tail) if tail else "; it wrote no log lines."
+            )
+            self._deployer.platform_log(
+                plan.endpoint_name, f"{variant.variant_name}/{instance.instance_id}: {reason}{detail}"
+            )
+            raise DeploymentFailed(_clip(reason + detail))
+        self._deployer.platform_log(
+            plan.endpoint_name,
+            f"{variant.variant_name}/{instance.instance_id}: no HTTP 200 from /ping within {deadline:g} s "
+            f"({readiness.attempts} attempts); last: {readiness.last_observation}",
+        )
+        raise DeploymentFailed(messages.ping_health_check_failed(variant.variant_name))
+
+    async def _wait_containers_healthy(
+        self, plan: VariantPlan, instance: Instance, policy: PingPolicy
+    ) -> None:
+        """Healthy when every container's /ping answers 200; else the endpoint's FailureReason
+        names the container that exited, or every container that did not pass its pings."""
+        variant = plan.variant.variant_name
+        results = await asyncio.gather(
+            *(
+                wait_until_healthy(self._deployer.ping_session(), c.base_url, policy, instance.exited)
+                if c.handle.host_port
+                else _no_port(instance)
+                for c in instance.containers
+            )
+        )
+        if all(r is not None and r.outcome is Outcome.HEALTHY for r in results):
+            log.info(
+                "%s/%s: %s healthy (%d containers)",
+                plan.endpoint_name,
+                variant,
+                instance.instance_id,
+                len(results),
+            )
+            return
+        where = f"{variant}/{instance.instance_id}"
+        for c in instance.containers:
+            state = await self._deployer.executors.engine(self._deployer.runtime.state, c.handle.id)
+            if state.running:
+                continue
+            text = await self._deployer.executors.engine(self._deployer.runtime.logs, c.handle.id, 10)
+            tail = text.rstrip("\n").splitlines() if text.strip() else []
+            reason = messages.cannot_start_container(variant)
+            detail = f". The container {c.hostname} exited with code {state.exit_code}" + (
+                "; last log lines:\n" + "\n".join(tail) if tail else "; it wrote no log lines."
+            )
+            self._deployer.platform_log(plan.endpoint_name, f"{where}: {reason}{detail}")
+            raise DeploymentFailed(_clip(reason + detail))
+        failing = [
+            c.hostname
+            for c, r in zip(instance.containers, results, strict=True)
+            if r is None or r.outcome is not Outcome.HEALTHY
+        ]
+        for c, r in zip(instance.containers, results, strict=True):
+            if r is not None and r.outcome is not Outcome.HEALTHY:
+                self._deployer.platform_log(
+                    plan.endpoint_name,
+                    f"{where}: {c.hostname}: no HTTP 200 from /ping within {policy.deadline_s:g} s "
+                    f"({r.attempts} attempts); last: {r.last_observation}",
+                )
+        raise DeploymentFailed(messages.containers_failed_ping(variant, ", ".join(failing)))
+
+
+async def _no_port(instance: Instance) -> None:
+    """A container the engine published no port for is already gone."""
+    instance.exited.set()
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _FAILURE_REASON_MAX else text[: _FAILURE_REASON_MAX - 3] + "..."
