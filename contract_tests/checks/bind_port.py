@@ -30,8 +30,9 @@ from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
 from emulator.errors import EngineError
+from emulator.model.containers import ACCEPT_BIND_TO_PORT_LABEL
+from emulator.model.messages import missing_bind_to_port_label
 
-ACCEPT_BIND_TO_PORT_LABEL = "com.amazonaws.sagemaker.capabilities.accept-bind-to-port"
 #: The port the check asks for, other than 8080 and clear of ports servers commonly open besides
 #: (TorchServe's 8081/8082, uvicorn's 8000, TF Serving's 8500/8501, Flask's 5000).
 BIND_PORT = 9081
@@ -39,13 +40,6 @@ BIND_PORT = 9081
 SAFE_PORT_RANGE = "9100-9199"
 #: Once 8080 answered, how long the bind port may take to answer too (then: "listens on both").
 BOTH_PORTS_GRACE_S = 2.0
-
-
-def missing_label_reason(image: str) -> str:
-    """The FailureReason SageMaker gives a multi-container endpoint with such an image (§3.5)."""
-    return (
-        f"Your Ecr Image {image} does not contain required {ACCEPT_BIND_TO_PORT_LABEL}=true Docker label(s)."
-    )
 
 
 @dataclass
@@ -186,7 +180,7 @@ def bind_to_port(ctx: CheckContext) -> str:
         raise CheckSkipped(
             f"the image has no label {ACCEPT_BIND_TO_PORT_LABEL}=true, so it cannot join a "
             f"multi-container model or an inference pipeline: SageMaker fails such an endpoint with "
-            f'"{missing_label_reason(image)}" (single-container endpoints need neither the label nor '
+            f'"{missing_bind_to_port_label(image)}" (single-container endpoints need neither the label nor '
             f"SAGEMAKER_BIND_TO_PORT). To use it there, make the server listen on $SAGEMAKER_BIND_TO_PORT "
             f"and add `LABEL {ACCEPT_BIND_TO_PORT_LABEL}=true`; this check then verifies it."
         )

@@ -10,6 +10,8 @@ from emulator.errors import ValidationFailed
 from emulator.model import messages
 from emulator.model.resources import ContainerDefinition
 
+#: The image label a container of a multi-container model must carry, with the value "true" (spec §3.5)
+ACCEPT_BIND_TO_PORT_LABEL = "com.amazonaws.sagemaker.capabilities.accept-bind-to-port"
 MAX_CONTAINERS = 15
 SERIAL = "Serial"
 DIRECT = "Direct"

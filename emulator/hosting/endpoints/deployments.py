@@ -18,6 +18,7 @@ from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.plan import FIRST_PORT, PlannedContainer, VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model import messages
+from emulator.model.containers import ACCEPT_BIND_TO_PORT_LABEL
 from emulator.model.resources import (
     ContainerDefinition,
     Endpoint,
@@ -28,9 +29,6 @@ from emulator.model.resources import (
 )
 from emulator.runtime.base import ContainerHandle, ResolvedImage
 from emulator.runtime.images import DEFAULT_BASE_IMAGE, LOCAL_BASE_IMAGE
-
-#: The image label a container of a multi-container model must carry (spec §3.5)
-BIND_TO_PORT_LABEL = "com.amazonaws.sagemaker.capabilities.accept-bind-to-port"
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +57,7 @@ class Deployments(ServiceBase):
         unlabelled = []
         for c, image in zip(model.all_containers, images, strict=True):
             config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
-            if config.labels.get(BIND_TO_PORT_LABEL) != "true":
+            if config.labels.get(ACCEPT_BIND_TO_PORT_LABEL) != "true":
                 unlabelled.append(messages.missing_bind_to_port_label(c.image))
         if unlabelled:
             raise DeploymentFailed(" ".join(dict.fromkeys(unlabelled)))

@@ -23,13 +23,10 @@ def new_instance_id() -> str:
     return "i-" + secrets.token_hex(9)[:17]
 
 
-@dataclass(eq=False)
-class InstanceContainer:
-    """One container of a multi-container instance: its hostname and where it is reached."""
+class _Reached:
+    """Where a container is reached: its handle's loopback URL, and the prebuilt /invocations URL."""
 
-    hostname: str
     handle: ContainerHandle
-    log_path: Path | None = None
 
     @property
     def base_url(self) -> str:
@@ -41,7 +38,16 @@ class InstanceContainer:
 
 
 @dataclass(eq=False)
-class Instance:
+class InstanceContainer(_Reached):
+    """One container of a multi-container instance: its hostname and where it is reached."""
+
+    hostname: str
+    handle: ContainerHandle
+    log_path: Path | None = None
+
+
+@dataclass(eq=False)
+class Instance(_Reached):
     instance_id: str
     variant_name: str
     #: the (first) model container
@@ -54,14 +60,6 @@ class Instance:
     containers: tuple[InstanceContainer, ...] = ()
     #: the container whose network every container of a multi-container instance joins
     network: ContainerHandle | None = None
-
-    @property
-    def base_url(self) -> str:
-        return self.handle.base_url
-
-    @functools.cached_property
-    def invocations_url(self) -> URL:
-        return URL(f"{self.handle.base_url}/invocations")
 
     @property
     def base_urls(self) -> tuple[str, ...]:
