@@ -304,3 +304,28 @@ def test_an_instance_missing_a_container_after_a_restart_is_replaced_whole(
     finally:
         restarted.server.stop()
     assert listed(engine, "mc-part") == []
+
+
+def test_logs_have_a_stream_per_container(smlocal: Smlocal, echo_bind_image: str) -> None:
+    """`smlocal logs` (the admin route behind it), all at once and followed: one CloudWatch-style stream
+    `{variant}/{instance-id}/{ContainerHostname}` per container, as SageMaker names them (spec §4)."""
+    name = "McLogs"
+    containers = [{"ContainerHostname": h, "Image": echo_bind_image} for h in ("left", "right")]
+    try:
+        deploy_multi(smlocal, name, containers, mode="Direct")
+        route = f"{smlocal.server.url}/_smlocal/endpoints/{name}/logs"
+        lines = httpx.get(route, timeout=10).text.splitlines()
+        streams = {line.split(" ", 1)[0] for line in lines} - {"_smlocal"}  # the platform's own stream
+        instance = next(iter(streams)).split("/")[1]
+        assert streams == {f"AllTraffic/{instance}/left", f"AllTraffic/{instance}/right"}
+        assert f"AllTraffic/{instance}/left echo: listening on 8080" in lines
+        assert f"AllTraffic/{instance}/right echo: listening on 8081" in lines
+        followed: set[str] = set()
+        with httpx.stream("GET", route, params={"follow": "1"}, timeout=10) as resp:
+            for line in resp.iter_lines():  # the live containers only: no platform stream
+                followed.add(line.split(" ", 1)[0])
+                if followed == streams:
+                    break
+        assert followed == streams
+    finally:
+        smlocal.cleanup(name)

@@ -12,7 +12,8 @@ from emulator.hosting.fleet.log_follow import LogFollow, selector
 
 class EndpointLogs(ServiceBase):
     async def endpoint_logs(self, endpoint_name: str) -> dict[str, str]:
-        """Every log stream of an endpoint, by CloudWatch-style stream name (`variant/instance-id`):
+        """Every log stream of an endpoint, by CloudWatch-style stream name (`variant/instance-id`, and
+        `variant/instance-id/container-hostname` for each container of a multi-container instance):
         live containers from the engine, stopped ones from their archives, plus `_smlocal`."""
         root = self.config.logs_dir / endpoint_name
         streams: dict[str, str] = {}
@@ -20,10 +21,17 @@ class EndpointLogs(ServiceBase):
             for path in sorted(root.rglob("*.log")):
                 streams[str(path.relative_to(root).with_suffix(""))] = path.read_text(errors="replace")
         fleet = self._fleets.get(endpoint_name)
-        live = fleet.all_instances() if fleet is not None else []
-        texts = await asyncio.gather(*(self.executors.engine(self.runtime.logs, i.handle.id) for i in live))
-        for instance, text in zip(live, texts, strict=True):
-            streams[f"{instance.variant_name}/{instance.instance_id}"] = text
+        live: list[tuple[str, str]] = []  # (stream name, container id)
+        for i in fleet.all_instances() if fleet is not None else []:
+            if i.containers:  # a multi-container instance: a stream per container, as CloudWatch has
+                live.extend(
+                    (f"{i.variant_name}/{i.instance_id}/{c.hostname}", c.handle.id) for c in i.containers
+                )
+            else:
+                live.append((f"{i.variant_name}/{i.instance_id}", i.handle.id))
+        texts = await asyncio.gather(*(self.executors.engine(self.runtime.logs, cid) for _, cid in live))
+        for (stream, _), text in zip(live, texts, strict=True):
+            streams[stream] = text
         return dict(sorted(streams.items()))
 
     async def follow_logs(

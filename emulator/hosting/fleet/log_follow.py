@@ -90,6 +90,8 @@ class LogFollow:
                 continue
             self._following.add(h.id)
             stream_name = f"{h.labels.get(labels.VARIANT, '')}/{h.labels.get(labels.INSTANCE, '')}"
+            if labels.CONTAINER_HOSTNAME in h.labels:  # one stream per container of the instance
+                stream_name += f"/{h.labels[labels.CONTAINER_HOSTNAME]}"
             threading.Thread(
                 target=self._pump, args=(h.id, stream_name), name=f"follow-{h.name}", daemon=True
             ).start()
