@@ -12,11 +12,12 @@ with another value than `true` is SKIPPED too, with a warning: its author meant 
 With the label: ONE container of its own, started with SAGEMAKER_BIND_TO_PORT=BIND_PORT and
 SAGEMAKER_SAFE_PORT_RANGE=SAFE_PORT_RANGE (the ports are smlocal's choice: SageMaker documents the
 variables, not the values), both BIND_PORT and 8080 published on 127.0.0.1. Each round pings BIND_PORT
-and, until that answers 200, 8080; once BIND_PORT is healthy 8080 is probed once more. Any HTTP answer
-on 8080 FAILS: the server ignores the variable, or (BIND_PORT answering too, within BOTH_PORTS_GRACE_S)
-listens on both. A container that exits or never gets healthy with the variables set FAILS if the
-shared start without them (start.healthy) got healthy, else the check SKIPS to start.healthy (or to
-start.no-exit when Docker cannot start the image at all): one broken rule fails one check.
+and, until that answers 200, 8080; once BIND_PORT is healthy 8080 is watched for DEFAULT_PORT_WATCH_S
+more (two servers of one image need not open together). Any HTTP answer on 8080 FAILS: the server
+ignores the variable, or (BIND_PORT answering too, within BOTH_PORTS_GRACE_S) listens on both. A
+container that exits or never gets healthy with the variables set FAILS if the shared start without
+them (start.healthy) got healthy, else the check SKIPS to start.healthy (or to start.no-exit when
+Docker cannot start the image at all): one broken rule fails one check.
 """
 
 from __future__ import annotations
@@ -38,8 +39,11 @@ from emulator.model.messages import missing_bind_to_port_label
 BIND_PORT = 9081
 #: SAGEMAKER_SAFE_PORT_RANGE as the platform sets it with SAGEMAKER_BIND_TO_PORT: "XXXX-YYYY" inclusive.
 SAFE_PORT_RANGE = "9100-9199"
-#: Once 8080 answered, how long the bind port may take to answer too (then: "listens on both").
-BOTH_PORTS_GRACE_S = 2.0
+#: Once 8080 answered, how long the bind port may take to answer too (then: "listens on both"; a
+#: server's start can take seconds on a loaded machine).
+BOTH_PORTS_GRACE_S = 5.0
+#: Once the bind port is healthy, how long 8080 is watched for a second server (then: "listens on both").
+DEFAULT_PORT_WATCH_S = 3.0
 
 
 @dataclass
@@ -111,7 +115,11 @@ def _watch(ctx: CheckContext, container: RunningContainer, default_port: int) ->
                 break
             if seen.bind.probe(client, bind_url, container.started_at) == 200:
                 seen.healthy_s = time.monotonic() - container.started_at
-                seen.default.probe(client, default_url, container.started_at)
+                watch = time.monotonic() + DEFAULT_PORT_WATCH_S
+                while seen.default.probe(client, default_url, container.started_at) is None:
+                    if time.monotonic() >= watch or not container.state().running:
+                        break
+                    time.sleep(ctx.config.poll_interval_s)
                 break
             if seen.default.probe(client, default_url, container.started_at) is not None:
                 # A failure either way; whether the server ignores the variable or listens on both, the
