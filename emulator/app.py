@@ -63,6 +63,7 @@ def _sampler(
                 h.labels.get(labels.VARIANT, ""),
                 h.labels.get(labels.INSTANCE, ""),
                 h.id,
+                h.labels.get(labels.CONTAINER_HOSTNAME, ""),
             )
             for h in rt.list(selector)
         ]

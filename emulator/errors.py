@@ -42,6 +42,8 @@ the code that knows the context (hosting/ and model/), never in the wire layer.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 
 class SmlocalError(Exception):
     """Base of every error smlocal raises on purpose."""
@@ -129,6 +131,15 @@ class PayloadTooLarge(SmlocalError):
     """The request body is over the invocation size cap."""
 
 
+class ContainerCall(NamedTuple):
+    """One call into one container of a multi-container instance, for its metrics: the container's
+    hostname, the HTTP status it answered (0: no answer) and the call's seconds."""
+
+    hostname: str
+    status: int
+    elapsed_s: float
+
+
 class ModelFault(SmlocalError):
     """The model container did not produce a usable answer; clients see 424 ModelError."""
 
@@ -140,6 +151,9 @@ class ModelFault(SmlocalError):
         #: set by hosting for metrics: the variant whose instance was called, and how long the call took
         self.variant_name: str | None = None
         self.model_latency_s = 0.0
+        #: set by hosting on a multi-container instance: each container call the request made, the
+        #: failing one last (its metrics per ContainerName)
+        self.container_calls: tuple[ContainerCall, ...] = ()
 
 
 class ModelErrorResponse(ModelFault):

@@ -34,6 +34,16 @@ GPU_COLUMNS = (
     ("GPUUtilization", "Average", "GPU %"),
     ("GPUMemoryUtilization", "Average", "GPU memory %"),
 )
+#: A multi-container endpoint's table per container (ContainerPeriods of the report).
+CONTAINER_COLUMNS = (
+    ("Invocations", "Sum", "invocations"),
+    ("Invocation4XXErrors", "Sum", "4xx"),
+    ("Invocation5XXErrors", "Sum", "5xx"),
+    ("ContainerLatency", "Average", "container us avg"),
+    ("OverheadLatency", "Average", "overhead us avg"),
+    ("CPUUtilization", "Average", "CPU %"),
+    ("MemoryUtilization", "Average", "memory %"),
+)
 Column = tuple[str, str, str]
 
 
@@ -83,6 +93,32 @@ def _table(
     return table
 
 
+def container_table(report: Mapping[str, Any], endpoint: str) -> Table | None:
+    """The per-container table of a multi-container endpoint (None for any other)."""
+    periods = report.get("ContainerPeriods") or []
+    if not periods:
+        return None
+    labels, date = _stamps(periods)
+    title = f"{endpoint}: per container, {report['PeriodSeconds']:g} s periods" + (
+        f" of {date} (UTC)" if date else ""
+    )
+    table = Table(title=title)
+    for i, header in enumerate(
+        ["period (UTC)", "variant", "container", *(n for _, _, n in CONTAINER_COLUMNS)]
+    ):
+        table.add_column(
+            "\n".join(header.split()),
+            justify="left" if i < 3 else "right",
+            overflow="fold" if i in (1, 2) else "ellipsis",
+            no_wrap=i not in (1, 2),
+        )
+    for period, label in zip(periods, labels, strict=True):
+        metrics = period["Metrics"]
+        cells = [_number(metrics.get(metric, {}).get(stat), metric) for metric, stat, _ in CONTAINER_COLUMNS]
+        table.add_row(label, str(period["VariantName"]), str(period["ContainerName"]), *cells)
+    return table
+
+
 def metric_tables(report: Mapping[str, Any], endpoint: str, width: int) -> list[Table]:
     """One table of every column if it fits in `width`, else a counts table and a latency table."""
     latency: tuple[Column, ...] = LATENCY_COLUMNS
@@ -102,5 +138,8 @@ def print_metrics(report: Mapping[str, Any], endpoint: str, console: Console | N
     console = console or Console()
     for table in metric_tables(report, endpoint, console.width):
         console.print(table)
-    if any(not p["Complete"] for p in report["Periods"]):
+    per_container = container_table(report, endpoint)
+    if per_container is not None:
+        console.print(per_container)
+    if any(not p["Complete"] for p in (*report["Periods"], *report.get("ContainerPeriods", ()))):
         console.print("* period still in progress")

@@ -14,8 +14,16 @@ from typing import Any
 from aiohttp import web
 from multidict import CIMultiDict
 
-from emulator.errors import ModelFault, PayloadTooLarge, SmlocalError, UnknownOperation, ValidationFailed
+from emulator.errors import (
+    ContainerCall,
+    ModelFault,
+    PayloadTooLarge,
+    SmlocalError,
+    UnknownOperation,
+    ValidationFailed,
+)
 from emulator.hosting.endpoints.service import HostingService
+from emulator.hosting.fleet.invoker import ContainerReply
 from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.sampler import Sampler
 from emulator.model import messages
@@ -95,9 +103,26 @@ class MetricHooks:
             self.metrics.unattributed += 1
             return
         outcome = _outcome(exc.original_status)
-        self.metrics.record(
-            endpoint, exc.variant_name, outcome, exc.model_latency_s, time.perf_counter() - started
-        )
+        total_s = time.perf_counter() - started
+        self.metrics.record(endpoint, exc.variant_name, outcome, exc.model_latency_s, total_s)
+        self._containers(endpoint, exc.variant_name, exc.container_calls, total_s - exc.model_latency_s)
+
+    def success(self, endpoint: str, variant: str, reply: ContainerReply, started: float) -> None:
+        total_s = time.perf_counter() - started
+        self.metrics.record(endpoint, variant, m.OK, reply.elapsed_s, total_s)
+        if reply.calls:
+            self._containers(endpoint, variant, reply.calls, total_s - reply.elapsed_s)
+
+    def _containers(
+        self, endpoint: str, variant: str, calls: tuple[ContainerCall, ...], overhead_s: float
+    ) -> None:
+        """A multi-container request's metrics per container: each call it made, with the
+        request's OverheadLatency (docs/metrics.md)."""
+        for call in calls:
+            outcome = m.OK if 200 <= call.status < 300 else _outcome(call.status)
+            self.metrics.record_container(
+                endpoint, variant, call.hostname, outcome, call.elapsed_s, overhead_s
+            )
 
 
 async def invoke_endpoint(
@@ -135,13 +160,7 @@ async def invoke_endpoint(
         return runtime_error(exc, request_id)
     reply = result.reply
     if hooks is not None:
-        hooks.metrics.record(
-            request.match_info["name"],
-            result.variant_name,
-            m.OK,
-            reply.elapsed_s,
-            time.perf_counter() - started,
-        )
+        hooks.success(request.match_info["name"], result.variant_name, reply, started)
     headers = {VARIANT_HEADER: result.variant_name, "x-amzn-RequestId": request_id, **reply.passed_back}
     if reply.content_type is not None:
         headers["Content-Type"] = reply.content_type

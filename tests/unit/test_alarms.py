@@ -15,7 +15,7 @@ from emulator.config import ServerConfig
 from emulator.errors import AlarmNotFound, InvalidFormat, ValidationFailed
 from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.alarms import AlarmService
-from emulator.hosting.monitoring.catalogue import METRICS, locate
+from emulator.hosting.monitoring.catalogue import METRICS, SeriesKey, locate
 from emulator.hosting.monitoring.statistics import ZERO_SET, StatisticSet, merge_sets
 from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
@@ -358,9 +358,9 @@ def test_buckets_aggregate_k_periods_from_the_first_index() -> None:
 
 
 def test_locate() -> None:
-    assert locate("AWS/SageMaker", "Invocations", DIMS) == ("ep", "AllTraffic")
-    assert locate("AWS/SageMaker", "Invocations", reversed(DIMS)) == ("ep", "AllTraffic")
-    assert locate("/aws/sagemaker/Endpoints", "CPUUtilization", DIMS) == ("ep", "AllTraffic")
+    assert locate("AWS/SageMaker", "Invocations", DIMS) == SeriesKey("ep", "AllTraffic")
+    assert locate("AWS/SageMaker", "Invocations", reversed(DIMS)) == SeriesKey("ep", "AllTraffic")
+    assert locate("/aws/sagemaker/Endpoints", "CPUUtilization", DIMS) == SeriesKey("ep", "AllTraffic")
     assert locate("AWS/SageMaker", "CPUUtilization", DIMS) is None
     assert locate("AWS/SageMaker", "Invocations", DIMS[:1]) is None
     assert locate("AWS/SageMaker", "Invocations", (*DIMS, ("Other", "x"))) is None

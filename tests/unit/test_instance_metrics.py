@@ -57,7 +57,7 @@ def test_catalogue_names_namespace_unit_and_families() -> None:
         catalogue.METRICS_BY_NAME["GPUMemoryUtilization"].prometheus
         == "sagemaker_gpu_memory_utilization_percent"
     )
-    assert catalogue.locate(NS, "DiskUtilization", DIMS) == ("ep", "v")
+    assert catalogue.locate(NS, "DiskUtilization", DIMS) == catalogue.SeriesKey("ep", "v")
     assert catalogue.locate("AWS/SageMaker", "DiskUtilization", DIMS) is None
 
 
@@ -86,7 +86,7 @@ def test_samples_aggregate_per_period_and_only_where_measured() -> None:
         assert got[name]["Unit"] == "Percent" and got[name]["Namespace"] == NS
     index = metrics.period_index()
     assert metrics.datapoint("ep", "v", "DiskUtilization", "Maximum", index) == pytest.approx(2.5)
-    published = {m for ns, m, _e, _v in metrics.published() if ns == NS}
+    published = {m for ns, m, _key in metrics.published() if ns == NS}
     assert published == {"CPUUtilization", "MemoryUtilization", *NEW}
 
 

@@ -197,7 +197,7 @@ PUBLISHED = (
     "/aws/sagemaker/Endpoints/CPUUtilization, /aws/sagemaker/Endpoints/DiskUtilization, "
     "/aws/sagemaker/Endpoints/GPUMemoryUtilization, /aws/sagemaker/Endpoints/GPUUtilization, "
     "/aws/sagemaker/Endpoints/MemoryUtilization, "
-    "AWS/SageMaker/Invocation4XXErrors, AWS/SageMaker/Invocation5XXErrors, "
+    "AWS/SageMaker/ContainerLatency, AWS/SageMaker/Invocation4XXErrors, AWS/SageMaker/Invocation5XXErrors, "
     "AWS/SageMaker/InvocationModelErrors, AWS/SageMaker/Invocations, "
     "AWS/SageMaker/InvocationsPerInstance, AWS/SageMaker/ModelLatency, AWS/SageMaker/OverheadLatency"
 )
@@ -238,7 +238,10 @@ def test_unknown_metric() -> None:
 def test_wrong_dimensions(dims: tuple[tuple[str, str], ...]) -> None:
     custom = CustomizedMetric("InvocationsPerInstance", SAGEMAKER, dims, "Sum")
     assert custom_metric_problem(custom) == (
-        "smlocal's metrics have exactly the dimensions EndpointName and VariantName."
+        "smlocal's metrics have exactly the dimensions EndpointName and VariantName (and "
+        "ContainerName for a container's Invocations, Invocation4XXErrors, Invocation5XXErrors, "
+        "ContainerLatency, OverheadLatency, CPUUtilization and MemoryUtilization; ContainerLatency "
+        "has no other)."
     )
 
 

@@ -19,6 +19,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from emulator.errors import (
+    ContainerCall,
     ModelErrorResponse,
     ModelFault,
     ModelResponseTooLarge,
@@ -50,6 +51,8 @@ class ContainerReply:
     passed_back: Mapping[str, str]
     #: Seconds the container call took (SageMaker's ModelLatency).
     elapsed_s: float = 0.0
+    #: On a multi-container instance, each container call (pipeline.py): their metrics per container.
+    calls: tuple[ContainerCall, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ behaviour is not documented [U], in one place:
 - an intermediate answer over 5 MiB is a ModelError naming both containers (SageMaker's text);
 - ModelLatency is the sum of the containers' times (a fault's too, up to and with the failing hop).
 
+Every call into a container is noted (`ContainerReply.calls`, `ModelFault.container_calls`): the
+runtime handler records each container's metrics (ContainerName) from them.
+
 A failing hop is the ModelError of that container (its hostname in the message). Only a refused
 connection to the first container may be retried on another instance: a later hop's failure
 comes after earlier containers did their work.
@@ -26,7 +29,7 @@ import time
 
 from multidict import CIMultiDict
 
-from emulator.errors import ModelFault, ModelResponseTooLarge, ModelTimeout
+from emulator.errors import ContainerCall, ModelFault, ModelResponseTooLarge, ModelTimeout
 from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, Invoker
 from emulator.hosting.fleet.variants import Instance, InstanceContainer
 from emulator.model import messages
@@ -42,7 +45,14 @@ async def call_direct(
     headers: CIMultiDict[str],
     context: FaultContext,
 ) -> ContainerReply:
-    return await invoker.invoke(container.invocations_url, body, headers, context, container.hostname)
+    try:
+        reply = await invoker.invoke(container.invocations_url, body, headers, context, container.hostname)
+    except ModelFault as fault:
+        call = ContainerCall(container.hostname, fault.original_status, fault.model_latency_s)
+        fault.container_calls = (call,)
+        raise
+    call = ContainerCall(container.hostname, reply.status, reply.elapsed_s)
+    return dataclasses.replace(reply, calls=(call,))
 
 
 async def call_serial(
@@ -55,6 +65,7 @@ async def call_serial(
 ) -> ContainerReply:
     started = time.perf_counter()
     model_latency = 0.0
+    calls: list[ContainerCall] = []
     containers = instance.containers
     hop_headers = CIMultiDict(headers)
     accept = hop_headers.popall("Accept", [])
@@ -74,13 +85,16 @@ async def call_serial(
                 container.invocations_url, body, hop_headers, context, container.hostname, left
             )
         except ModelFault as fault:
+            calls.append(ContainerCall(container.hostname, fault.original_status, fault.model_latency_s))
+            fault.container_calls = tuple(calls)
             fault.model_latency_s += model_latency
             if i == 0:
                 raise
             raise fault from None  # never retried elsewhere: earlier containers did their work
         model_latency += reply.elapsed_s
+        calls.append(ContainerCall(container.hostname, reply.status, reply.elapsed_s))
         if last:
-            return dataclasses.replace(reply, elapsed_s=model_latency)
+            return dataclasses.replace(reply, elapsed_s=model_latency, calls=tuple(calls))
         if len(reply.body) > MAX_INTERMEDIATE_BYTES:
             nxt = containers[i + 1].hostname
             text = messages.pipeline_payload_too_large(container.hostname, nxt, len(reply.body))
@@ -88,6 +102,7 @@ async def call_serial(
                 text, reply.status, text, context.account.log_group_arn(context.endpoint_name)
             )
             too_large.model_latency_s = model_latency
+            too_large.container_calls = tuple(calls)
             raise too_large
         body = reply.body
         if reply.content_type is None:

@@ -2,13 +2,16 @@
 publishes them, with their namespaces, units and Prometheus families (docs/metrics.md).
 
 Invocation metrics (namespace AWS/SageMaker) and instance metrics (/aws/sagemaker/Endpoints), per
-endpoint and variant (dimensions EndpointName, VariantName).
+endpoint and variant (dimensions EndpointName, VariantName), and on multi-container endpoints per
+container too (EndpointName, VariantName, ContainerName: spec §4): Invocations, the 4XX/5XX error
+counts, ContainerLatency, OverheadLatency, CPUUtilization and MemoryUtilization.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 INVOCATION_NAMESPACE = "AWS/SageMaker"
 INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
@@ -68,6 +71,13 @@ METRICS: tuple[MetricInfo, ...] = (
         "sagemaker_overhead_latency_microseconds",
         "summary",
     ),
+    MetricInfo(
+        "ContainerLatency",
+        INVOCATION_NAMESPACE,
+        "Microseconds",
+        "sagemaker_container_latency_microseconds",
+        "summary",
+    ),
     MetricInfo("CPUUtilization", INSTANCE_NAMESPACE, "Percent", "sagemaker_cpu_utilization_percent", "gauge"),
     MetricInfo(
         "MemoryUtilization", INSTANCE_NAMESPACE, "Percent", "sagemaker_memory_utilization_percent", "gauge"
@@ -109,11 +119,55 @@ UTILIZATION_METRICS: dict[str, str] = {
 }
 
 
-def locate(namespace: str, name: str, dimensions: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
-    """The (endpoint, variant) of a CloudWatch metric smlocal publishes, else None. Dimensions must
-    be exactly EndpointName and VariantName, in any order, as CloudWatch matches them."""
+#: The metrics of one container of a multi-container endpoint (dimension ContainerName added).
+CONTAINER_METRICS = frozenset(
+    {
+        "Invocations",
+        "Invocation4XXErrors",
+        "Invocation5XXErrors",
+        "ContainerLatency",
+        "OverheadLatency",
+        "CPUUtilization",
+        "MemoryUtilization",
+    }
+)
+#: ContainerLatency exists per container only (spec §4: the variant-level versions are the others).
+VARIANT_METRICS = frozenset(m.name for m in METRICS) - {"ContainerLatency"}
+
+_VARIANT_DIMS = frozenset({"EndpointName", "VariantName"})
+_CONTAINER_DIMS = frozenset({"EndpointName", "VariantName", "ContainerName"})
+
+
+class SeriesKey(NamedTuple):
+    """Where a metric's datapoints live: a variant's series, or one of its containers' (`container`
+    is the ContainerHostname)."""
+
+    endpoint: str
+    variant: str
+    container: str | None = None
+
+    def dimensions(self) -> tuple[tuple[str, str], ...]:
+        dims = (("EndpointName", self.endpoint), ("VariantName", self.variant))
+        return dims if self.container is None else (*dims, ("ContainerName", self.container))
+
+
+def applies(name: str, key: SeriesKey) -> bool:
+    """Whether smlocal publishes metric `name` for this series (a variant's or a container's)."""
+    return name in (VARIANT_METRICS if key.container is None else CONTAINER_METRICS)
+
+
+def locate(namespace: str, name: str, dimensions: Iterable[tuple[str, str]]) -> SeriesKey | None:
+    """The series of a CloudWatch metric smlocal publishes, else None. Dimensions must be exactly
+    EndpointName and VariantName (a variant's metric) or those and ContainerName (a container's), in
+    any order, as CloudWatch matches them."""
     info = METRICS_BY_NAME.get(name)
     dims = dict(dimensions)
-    if info is None or info.namespace != namespace or set(dims) != {"EndpointName", "VariantName"}:
+    if info is None or info.namespace != namespace:
         return None
-    return dims["EndpointName"], dims["VariantName"]
+    if set(dims) == _VARIANT_DIMS:
+        key = SeriesKey(dims["EndpointName"], dims["VariantName"])
+    elif set(dims) == _CONTAINER_DIMS:
+        key = SeriesKey(dims["EndpointName"], dims["VariantName"], dims["ContainerName"])
+    else:
+        return None
+    return key if applies(name, key) else None

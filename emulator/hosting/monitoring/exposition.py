@@ -12,9 +12,16 @@ from emulator.hosting.monitoring.catalogue import METRICS_BY_NAME, UTILIZATION_M
 from emulator.hosting.monitoring.series import Period, Stat, VariantSeries
 
 
-def report(endpoint: str, series: Sequence[VariantSeries], period_s: float, current: int) -> dict[str, Any]:
+def report(
+    endpoint: str,
+    series: Sequence[VariantSeries],
+    period_s: float,
+    current: int,
+    containers: Sequence[VariantSeries] = (),
+) -> dict[str, Any]:
     """The JSON view: per variant, one entry per period with CloudWatch's names and statistics
-    (`current`: the index of the period now running, the one not yet complete)."""
+    (`current`: the index of the period now running, the one not yet complete); on a multi-container
+    endpoint the same per container (`ContainerPeriods`, dimension ContainerName added)."""
     periods: list[dict[str, Any]] = []
     for s in series:
         for p in s.periods():
@@ -27,16 +34,35 @@ def report(endpoint: str, series: Sequence[VariantSeries], period_s: float, curr
                 }
             )
     periods.sort(key=lambda e: (e["Timestamp"], e["VariantName"]))
-    return {
+    out: dict[str, Any] = {
         "EndpointName": endpoint,
         "PeriodSeconds": period_s,
         "Variants": [{"VariantName": s.variant, "InstanceCount": s.instances} for s in series],
         "Periods": periods,
     }
+    if containers:
+        out["Containers"] = [{"VariantName": c.variant, "ContainerName": c.container} for c in containers]
+        out["ContainerPeriods"] = sorted(
+            (
+                {
+                    "Timestamp": _iso(p.index * period_s),
+                    "VariantName": c.variant,
+                    "ContainerName": c.container,
+                    "Complete": p.index < current,
+                    "Metrics": _container_metrics(endpoint, c, p),
+                }
+                for c in containers
+                for p in c.periods()
+            ),
+            key=lambda e: (e["Timestamp"], e["VariantName"], e["ContainerName"]),
+        )
+    return out
 
 
-def prometheus(series: Iterable[VariantSeries]) -> str:
-    """The text exposition format (version 0.0.4)."""
+def prometheus(series: Iterable[VariantSeries], containers: Iterable[VariantSeries] = ()) -> str:
+    """The text exposition format (version 0.0.4). A container's metrics are families of their own
+    (`sagemaker_container_*`, label container_name): summing a variant family never counts a
+    request twice."""
     out: list[str] = []
     all_series = sorted(series, key=lambda s: (s.endpoint, s.variant))
 
@@ -79,7 +105,92 @@ def prometheus(series: Iterable[VariantSeries]) -> str:
     out.append("# TYPE sagemaker_variant_instances gauge")
     for s in all_series:
         out.append(f"sagemaker_variant_instances{{{_labels(s)}}} {s.instances}")
+    _container_families(out, sorted(containers, key=lambda s: (s.endpoint, s.variant, s.container or "")))
     return "\n".join(out) + "\n"
+
+
+#: A container's Prometheus families: (family, type, SageMaker metric, help, running total or last
+#: sample attribute of its series; a summary's _count is its invocations).
+_CONTAINER_FAMILIES: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "sagemaker_container_invocations_total",
+        "counter",
+        "Invocations",
+        "calls into the container",
+        "invocations",
+    ),
+    (
+        "sagemaker_container_invocation_4xx_errors_total",
+        "counter",
+        "Invocation4XXErrors",
+        "calls the container answered with 4xx",
+        "errors_4xx",
+    ),
+    (
+        "sagemaker_container_invocation_5xx_errors_total",
+        "counter",
+        "Invocation5XXErrors",
+        "calls the container answered with 5xx",
+        "errors_5xx",
+    ),
+    (
+        "sagemaker_container_latency_microseconds",
+        "summary",
+        "ContainerLatency",
+        "the container call's time",
+        "model_latency_sum",
+    ),
+    (
+        "sagemaker_container_overhead_latency_microseconds",
+        "summary",
+        "OverheadLatency",
+        "the request's time minus its ModelLatency",
+        "overhead_latency_sum",
+    ),
+    ("sagemaker_container_cpu_utilization_percent", "gauge", "CPUUtilization", "last sample", "cpu_last"),
+    (
+        "sagemaker_container_memory_utilization_percent",
+        "gauge",
+        "MemoryUtilization",
+        "last sample",
+        "memory_last",
+    ),
+)
+
+
+def _container_families(out: list[str], containers: Sequence[VariantSeries]) -> None:
+    for family, kind, metric, help_text, attr in _CONTAINER_FAMILIES:
+        out.append(f"# HELP {family} SageMaker {metric} per container (ContainerName): {help_text}.")
+        out.append(f"# TYPE {family} {kind}")
+        for c in containers:
+            labels = f'{_labels(c)},container_name="{_escape(c.container or "")}"'
+            value = getattr(c, attr)
+            if kind == "summary":
+                out.append(f"{family}_sum{{{labels}}} {_number(value)}")
+                out.append(f"{family}_count{{{labels}}} {c.invocations}")
+            elif value is not None:
+                out.append(f"{family}{{{labels}}} {_number(value)}")
+
+
+def _container_metrics(endpoint: str, c: VariantSeries, p: Period) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {"Invocations": {"Sum": p.invocations, "SampleCount": p.invocations}}
+    for name, value in (("Invocation4XXErrors", p.errors_4xx), ("Invocation5XXErrors", p.errors_5xx)):
+        average = value / p.invocations if p.invocations else 0.0
+        out[name] = {"Sum": value, "SampleCount": p.invocations, "Average": average}
+    out["ContainerLatency"] = p.model_latency.statistics()
+    out["OverheadLatency"] = p.overhead_latency.statistics()
+    for name, stat in (("CPUUtilization", p.cpu), ("MemoryUtilization", p.memory)):
+        if stat.count:
+            out[name] = stat.statistics()
+    dims = [
+        {"Name": "EndpointName", "Value": endpoint},
+        {"Name": "VariantName", "Value": c.variant},
+        {"Name": "ContainerName", "Value": c.container},
+    ]
+    for name, stats in out.items():
+        info = METRICS_BY_NAME[name]
+        stats.update({"Namespace": info.namespace, "Unit": info.unit, "Dimensions": dims})
+    return out
 
 
 def _period_metrics(endpoint: str, variant: str, p: Period) -> dict[str, dict[str, Any]]:

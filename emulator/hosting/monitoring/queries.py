@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from emulator.config import ServerConfig
 from emulator.errors import InvalidParameterCombination, InvalidParameterValue
-from emulator.hosting.monitoring.catalogue import METRICS, locate
+from emulator.hosting.monitoring.catalogue import METRICS, SeriesKey, locate
 from emulator.hosting.monitoring.statistics import StatisticSet
 from emulator.hosting.monitoring.store import Metrics
 from emulator.model import alarm_messages
@@ -30,9 +30,9 @@ class MetricQueries:
         self.metrics = metrics
 
     @staticmethod
-    def _where(metric: al.Metric, unit: str | None) -> tuple[str, str] | None:
-        """The variant whose series holds the metric; None for a metric smlocal does not publish or
-        a Unit other than the metric's (CloudWatch then finds no data)."""
+    def _where(metric: al.Metric, unit: str | None) -> SeriesKey | None:
+        """The series (a variant's or a container's) that holds the metric; None for a metric smlocal
+        does not publish or a Unit other than the metric's (CloudWatch then finds no data)."""
         where = locate(metric.namespace, metric.name, metric.dimensions)
         if where is None or (unit is not None and unit != _UNITS[metric.name]):
             return None
@@ -40,7 +40,11 @@ class MetricQueries:
 
     def _sets(self, metric: al.Metric, unit: str | None) -> dict[int, StatisticSet]:
         where = self._where(metric, unit)
-        return {} if where is None else self.metrics.statistic_sets(*where, metric.name)
+        return (
+            {}
+            if where is None
+            else self.metrics.statistic_sets(where.endpoint, where.variant, metric.name, where.container)
+        )
 
     def _stamp(self, index: int) -> datetime:
         return datetime.fromtimestamp(index * self.metrics.period_s, UTC)
@@ -71,15 +75,18 @@ class MetricQueries:
         where = self._where(metric, unit)
         if where is None:
             return []
-        return [(self._stamp(i), s) for i, s in self.metrics.buckets(*where, metric.name, first, stop, k)]
+        found = self.metrics.buckets(
+            where.endpoint, where.variant, metric.name, first, stop, k, where.container
+        )
+        return [(self._stamp(i), s) for i, s in found]
 
     def list_metrics(
         self, namespace: str | None, name: str | None, filters: Iterable[tuple[str, str | None]]
     ) -> list[al.Metric]:
         wanted = list(filters)
         out: list[al.Metric] = []
-        for ns, metric, endpoint, variant in self.metrics.published():
-            dims = {"EndpointName": endpoint, "VariantName": variant}
+        for ns, metric, key in self.metrics.published():
+            dims = dict(key.dimensions())
             if (namespace is None or ns == namespace) and (name is None or metric == name):
                 if all(k in dims and (v is None or dims[k] == v) for k, v in wanted):
                     out.append(al.Metric(ns, metric, tuple(dims.items())))

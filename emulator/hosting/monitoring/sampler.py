@@ -1,5 +1,7 @@
 """CPU, memory, disk and GPU use of every live instance, sampled once per metric period into `Metrics`
-(the /aws/sagemaker/Endpoints namespace; docs/metrics.md)."""
+(the /aws/sagemaker/Endpoints namespace; docs/metrics.md). An instance's figures are summed over its
+containers (spec §10.2); a multi-container instance's CPU and memory are also recorded per container
+(dimension ContainerName)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,13 @@ from emulator.runtime.base import DiskUsage
 log = logging.getLogger(__name__)
 
 
-_GpuPair = tuple[float | None, float | None]
+#: (CPU percent, memory percent) of one container sample.
+_Pair = tuple[float | None, float | None]
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    found = list(values)
+    return None if not found or any(v is None for v in found) else sum(v for v in found if v is not None)
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,8 @@ class InstanceRef:
     variant: str
     instance_id: str
     container_id: str
+    #: The ContainerHostname of a multi-container instance's container; "" for a single container.
+    container_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,13 +135,30 @@ class Sampler:
             asyncio.to_thread(self._disk, refs) if disk_due else _nothing(),
             asyncio.to_thread(self._gpu, refs),
         )
-        for ref, sample in results[0]:
-            if sample is not None:
-                self._metrics.record_utilization(ref.endpoint, ref.variant, *sample)
+        self._record_cpu_memory(results[0])
         for (endpoint, variant), disk in results[1] or ():
             self._metrics.record_utilization(endpoint, variant, None, None, disk=disk)
         for (endpoint, variant), (gpu, gpu_memory) in results[2]:
             self._metrics.record_utilization(endpoint, variant, None, None, gpu=gpu, gpu_memory=gpu_memory)
+
+    def _record_cpu_memory(
+        self, samples: Iterable[tuple[InstanceRef, tuple[float | None, float | None] | None]]
+    ) -> None:
+        """Each instance's CPU and memory, summed over its containers (a figure only when every
+        container has one: a part would understate the instance), and each named container's own."""
+        by_instance: dict[tuple[str, str, str], list[tuple[InstanceRef, _Pair | None]]] = {}
+        for ref, sample in samples:
+            key = (ref.endpoint, ref.variant, ref.instance_id or ref.container_id)
+            by_instance.setdefault(key, []).append((ref, sample))
+            if ref.container_name and sample is not None:
+                self._metrics.record_utilization(
+                    ref.endpoint, ref.variant, *sample, container=ref.container_name
+                )
+        for (endpoint, variant, _instance), group in by_instance.items():
+            cpu = _total(s[0] if s is not None else None for _, s in group)
+            memory = _total(s[1] if s is not None else None for _, s in group)
+            if cpu is not None or memory is not None:
+                self._metrics.record_utilization(endpoint, variant, cpu, memory)
 
     def _disk(self, refs: list[InstanceRef]) -> list[tuple[tuple[str, str], float]]:
         """DiskUtilization of each instance: its containers' bytes on disk over its volume

@@ -78,11 +78,14 @@ class Period:
 
 
 class VariantSeries:
-    """The periods and running totals of one (endpoint, variant)."""
+    """The periods and running totals of one (endpoint, variant), or of one container of a
+    multi-container variant (`container`: its ContainerHostname; `model_latency` then holds its
+    ContainerLatency)."""
 
     __slots__ = (
         "endpoint",
         "variant",
+        "container",
         "instances",
         "current",
         "history",
@@ -100,9 +103,12 @@ class VariantSeries:
         "gpu_memory_last",
     )
 
-    def __init__(self, endpoint: str, variant: str, instances: int, keep: int, index: int) -> None:
+    def __init__(
+        self, endpoint: str, variant: str, instances: int, keep: int, index: int, container: str | None = None
+    ) -> None:
         self.endpoint = endpoint
         self.variant = variant
+        self.container = container
         self.instances = max(instances, 1)
         self.current = Period(index)
         self.history: deque[Period] = deque(maxlen=max(keep - 1, 0))

@@ -74,7 +74,7 @@ def statistic_set(name: str, p: Period) -> StatisticSet | None:
         }[name]
         return StatisticSet(float(n), float(errors), 1.0 if errors == n else 0.0, 1.0 if errors else 0.0)
     stat: Stat
-    if name == "ModelLatency":
+    if name in ("ModelLatency", "ContainerLatency"):  # a container's series keeps its time there
         stat = p.model_latency
     elif name == "OverheadLatency":
         stat = p.overhead_latency

@@ -1,7 +1,7 @@
 """The metric store: SageMaker's endpoint metrics (docs/metrics.md) aggregated in memory, per endpoint
-and variant, in periods of `period_s` (CloudWatch's one minute by default) aligned on the epoch, the
-last `keep` periods kept. Alongside the periods, running totals feed the Prometheus exposition
-(counters never go back to zero while the server runs).
+and variant (and per container of a multi-container variant), in periods of `period_s` (CloudWatch's
+one minute by default) aligned on the epoch, the last `keep` periods kept. Alongside the periods,
+running totals feed the Prometheus exposition (counters never go back to zero while the server runs).
 
 `record` is on the request path: two dict lookups, one integer division, a handful of attribute
 updates on __slots__ objects; a new object only when a period starts. It runs on the event loop,
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from emulator.hosting.monitoring import exposition
-from emulator.hosting.monitoring.catalogue import COUNT_METRICS, METRICS, METRICS_BY_NAME
+from emulator.hosting.monitoring.catalogue import COUNT_METRICS, METRICS, METRICS_BY_NAME, SeriesKey, applies
 from emulator.hosting.monitoring.series import Period, Stat, VariantSeries
 from emulator.hosting.monitoring.statistics import ZERO_SET, StatisticSet, merge_sets, statistic_set
 
@@ -50,6 +50,8 @@ class Metrics:
         #: Resolves a variant's instance count the first time a series is seen (later: `set_instances`).
         self.instance_count = instance_count
         self._series: dict[str, dict[str, VariantSeries]] = {}
+        #: endpoint -> (variant, ContainerHostname) -> that container's series (multi-container only).
+        self._containers: dict[str, dict[tuple[str, str], VariantSeries]] = {}
         #: Faults that could not be attributed to a variant (docs/metrics.md).
         self.unattributed = 0
 
@@ -110,6 +112,39 @@ class Metrics:
                 p.errors_5xx += 1
                 series.errors_5xx += 1
 
+    def record_container(
+        self, endpoint: str, variant: str, container: str, outcome: int, container_s: float, overhead_s: float
+    ) -> None:
+        """One call into one container of a multi-container instance (a Direct call, or one hop of a
+        pipeline): its outcome and time (ContainerLatency), and the request's OverheadLatency."""
+        index = int(self._clock() // self.period_s)
+        series = self._container_series(endpoint, variant, container, index)
+        p = series.period(index)
+        p.invocations += 1
+        p.model_latency.add(container_s * 1e6)
+        p.overhead_latency.add(max(overhead_s, 0.0) * 1e6)
+        series.invocations += 1
+        series.model_latency_sum += container_s * 1e6
+        series.overhead_latency_sum += max(overhead_s, 0.0) * 1e6
+        if outcome:
+            p.model_errors += 1
+            series.model_errors += 1
+            if outcome == CLIENT_ERROR:
+                p.errors_4xx += 1
+                series.errors_4xx += 1
+            elif outcome == SERVER_ERROR:
+                p.errors_5xx += 1
+                series.errors_5xx += 1
+
+    def _container_series(self, endpoint: str, variant: str, container: str, index: int) -> VariantSeries:
+        containers = self._containers.setdefault(endpoint, {})
+        series = containers.get((variant, container))
+        if series is None:
+            series = containers[(variant, container)] = VariantSeries(
+                endpoint, variant, 1, self.keep, index, container
+            )
+        return series
+
     # ------------------------------------------------------------------ off the request path
 
     def set_instances(self, endpoint: str, variant: str, count: int) -> None:
@@ -126,11 +161,15 @@ class Metrics:
         disk: float | None = None,
         gpu: float | None = None,
         gpu_memory: float | None = None,
+        container: str | None = None,
     ) -> None:
-        """One instance's sample (percent; CPU summed over cores, GPU figures summed over GPUs).
-        None: not measured this time (no datapoint)."""
+        """One instance's sample (percent; CPU summed over cores, GPU figures summed over GPUs), or
+        with `container` one container's CPU and memory. None: not measured this time (no datapoint)."""
         index = int(self._clock() // self.period_s)
-        series = self._get(endpoint, variant, index)
+        if container is None:
+            series = self._get(endpoint, variant, index)
+        else:
+            series = self._container_series(endpoint, variant, container, index)
         p = series.period(index)
         for attr, value in (
             ("cpu", cpu),
@@ -160,11 +199,16 @@ class Metrics:
         """The index of the period now running (periods align on the epoch)."""
         return int(self._clock() // self.period_s)
 
-    def datapoint(self, endpoint: str, variant: str, name: str, statistic: str, index: int) -> float | None:
-        """One statistic of one metric in one period, as a CloudWatch alarm reads it. Invocation
-        counts of a period without requests are 0 (SageMaker emits zeros); latencies and
-        utilisation without samples are missing (None)."""
-        series = self._series.get(endpoint, {}).get(variant)
+    def datapoint(
+        self, endpoint: str, variant: str, name: str, statistic: str, index: int, container: str | None = None
+    ) -> float | None:
+        """One statistic of one metric in one period (of a variant or one of its containers), as a
+        CloudWatch alarm reads it. Invocation counts of a period without requests are 0 (SageMaker
+        emits zeros); latencies and utilisation without samples are missing (None)."""
+        key = SeriesKey(endpoint, variant, container)
+        if not applies(name, key):
+            return None
+        series = self._find(key)
         period = None
         if series is not None:
             period = next((p for p in series.periods() if p.index == index), None)
@@ -173,24 +217,40 @@ class Metrics:
 
     def forget(self, endpoint: str) -> None:
         self._series.pop(endpoint, None)
+        self._containers.pop(endpoint, None)
 
     def series(self, endpoint: str | None = None) -> list[VariantSeries]:
         if endpoint is not None:
             return list(self._series.get(endpoint, {}).values())
         return [s for variants in self._series.values() for s in variants.values()]
 
+    def container_series(self, endpoint: str | None = None) -> list[VariantSeries]:
+        """The per-container series (multi-container endpoints), of one endpoint or of all."""
+        if endpoint is not None:
+            return list(self._containers.get(endpoint, {}).values())
+        return [s for containers in self._containers.values() for s in containers.values()]
+
+    def _find(self, key: SeriesKey) -> VariantSeries | None:
+        if key.container is None:
+            return self._series.get(key.endpoint, {}).get(key.variant)
+        return self._containers.get(key.endpoint, {}).get((key.variant, key.container))
+
     def endpoints(self) -> list[str]:
         return list(self._series)
 
     # ------------------------------------------------------------------ CloudWatch's view (alarms, queries)
 
-    def statistic_sets(self, endpoint: str, variant: str, name: str) -> dict[int, StatisticSet]:
+    def statistic_sets(
+        self, endpoint: str, variant: str, name: str, container: str | None = None
+    ) -> dict[int, StatisticSet]:
         """One metric's datapoints by period index, over the periods kept (the current, incomplete
-        one included). Count metrics have the zero set for periods without requests from the first
-        period the series has seen; other metrics only where they have samples. Empty for a variant
-        smlocal has not seen."""
-        series = self._series.get(endpoint, {}).get(variant)
-        if series is None or name not in METRICS_BY_NAME:
+        one included), of a variant or (`container`) of one of its containers. Count metrics have
+        the zero set for periods without requests from the first period the series has seen; other
+        metrics only where they have samples. Empty for a series smlocal has not seen or a metric it
+        does not publish for it."""
+        key = SeriesKey(endpoint, variant, container)
+        series = self._find(key)
+        if series is None or name not in METRICS_BY_NAME or not applies(name, key):
             return {}
         now = self.period_index()
         periods = series.periods()
@@ -207,14 +267,21 @@ class Metrics:
         return out
 
     def buckets(
-        self, endpoint: str, variant: str, name: str, first: int, end: int, k: int
+        self,
+        endpoint: str,
+        variant: str,
+        name: str,
+        first: int,
+        end: int,
+        k: int,
+        container: str | None = None,
     ) -> list[tuple[int, StatisticSet]]:
         """One metric's datapoints for a Period of `k` metric periods: buckets of periods
         [first + j*k, first + (j+1)*k) that start before period `end`, each merged from the periods
         kept, oldest first, by the index of their first period; buckets without data are left out."""
         if k <= 0:
             raise ValueError("k must be positive")
-        sets = self.statistic_sets(endpoint, variant, name)
+        sets = self.statistic_sets(endpoint, variant, name, container)
         if not sets:
             return []
         lo, hi = min(sets), max(sets)
@@ -227,21 +294,27 @@ class Metrics:
             start += k
         return out
 
-    def published(self) -> list[tuple[str, str, str, str]]:
-        """(namespace, metric, endpoint, variant) of every metric with data among the kept periods."""
-        out: list[tuple[str, str, str, str]] = []
-        for s in self.series():
+    def published(self) -> list[tuple[str, str, SeriesKey]]:
+        """(namespace, metric, series) of every metric with data among the kept periods."""
+        out: list[tuple[str, str, SeriesKey]] = []
+        for s in (*self.series(), *self.container_series()):
             for info in METRICS:
-                if self.statistic_sets(s.endpoint, s.variant, info.name):
-                    out.append((info.namespace, info.name, s.endpoint, s.variant))
+                if self.statistic_sets(s.endpoint, s.variant, info.name, s.container):
+                    out.append((info.namespace, info.name, SeriesKey(s.endpoint, s.variant, s.container)))
         return out
 
     # ------------------------------------------------------------------ exposition (exposition.py)
 
     def report(self, endpoint: str) -> dict[str, Any]:
         """The JSON view: per variant, one entry per period with CloudWatch's names and statistics."""
-        return exposition.report(endpoint, self.series(endpoint), self.period_s, self.period_index())
+        return exposition.report(
+            endpoint,
+            self.series(endpoint),
+            self.period_s,
+            self.period_index(),
+            self.container_series(endpoint),
+        )
 
     def prometheus(self) -> str:
         """The text exposition format (version 0.0.4)."""
-        return exposition.prometheus(self.series())
+        return exposition.prometheus(self.series(), self.container_series())

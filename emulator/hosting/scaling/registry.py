@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from emulator.errors import ArnNotFound, ObjectNotFound, TooManyTags, ValidationFailed
-from emulator.hosting.monitoring.catalogue import COUNT_METRICS, METRICS
+from emulator.hosting.monitoring.catalogue import COUNT_METRICS, METRICS, locate
 from emulator.model import messages
 from emulator.model import scaling as sc
 
@@ -295,14 +295,19 @@ def _check_tracking(key: sc.TargetKey, config: sc.TargetTracking) -> None:
 
 def custom_metric_problem(custom: sc.CustomizedMetric) -> str | None:
     """Why smlocal cannot track a customized metric, or None. smlocal publishes the metrics of
-    docs/metrics.md per EndpointName and VariantName."""
+    docs/metrics.md per EndpointName and VariantName, and on multi-container endpoints some per
+    ContainerName too."""
     known = {(m.namespace, m.name) for m in METRICS}
     if (custom.namespace, custom.metric_name) not in known:
         names = ", ".join(f"{ns}/{n}" for ns, n in sorted(known))
         return f"smlocal publishes no metric {custom.namespace}/{custom.metric_name}; it publishes {names}."
-    dims = dict(custom.dimensions)
-    if set(dims) != {"EndpointName", "VariantName"}:
-        return "smlocal's metrics have exactly the dimensions EndpointName and VariantName."
+    if locate(custom.namespace, custom.metric_name, custom.dimensions) is None:
+        return (
+            "smlocal's metrics have exactly the dimensions EndpointName and VariantName (and "
+            "ContainerName for a container's Invocations, Invocation4XXErrors, Invocation5XXErrors, "
+            "ContainerLatency, OverheadLatency, CPUUtilization and MemoryUtilization; ContainerLatency "
+            "has no other)."
+        )
     if custom.statistic not in STATISTICS:
         return f"Statistic must be one of {', '.join(STATISTICS)}, not {custom.statistic}."
     if custom.metric_name in COUNT_METRICS and custom.statistic not in ("Sum", "SampleCount", "Average"):

@@ -126,7 +126,12 @@ class TargetTracker:
             return self.metrics.datapoint(ref.endpoint, ref.variant, "InvocationsPerInstance", "Sum", index)
         dims = dict(custom.dimensions)
         return self.metrics.datapoint(
-            dims["EndpointName"], dims["VariantName"], custom.metric_name, custom.statistic, index
+            dims["EndpointName"],
+            dims["VariantName"],
+            custom.metric_name,
+            custom.statistic,
+            index,
+            dims.get("ContainerName"),
         )
 
 
