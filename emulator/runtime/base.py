@@ -38,13 +38,15 @@ class ContainerSpec:
     #: EnableNetworkIsolation: no route out and no DNS; reached only through a forwarder whose port
     #: is published on host_ip (the handle's host_port is the forwarder's).
     network_isolation: bool = False
-    #: More container ports to publish on host_ip (not with network_isolation): the contract tester
-    #: watches 8080 while the server should listen on SAGEMAKER_BIND_TO_PORT (start.bind-to-port);
-    #: an instance's network container publishes the port of each container of the instance.
+    #: More container ports to publish on host_ip (with network_isolation: on its forwarder): the
+    #: contract tester watches 8080 while the server should listen on SAGEMAKER_BIND_TO_PORT
+    #: (start.bind-to-port); an instance's network container publishes the port of each container of
+    #: the instance.
     extra_ports: tuple[int, ...] = ()
     #: The id of a running container whose network (namespace: loopback, ports, /etc/hosts) this one
     #: joins, as the containers of one SageMaker instance share it. It publishes nothing itself: its
-    #: handle's host_port is that container's binding of container_port.
+    #: handle's host_port is that container's binding of container_port (an isolated one's: its
+    #: forwarder's).
     join_network_of: str | None = None
     #: Extra /etc/hosts entries (name -> address), e.g. each ContainerHostname of an instance.
     extra_hosts: Mapping[str, str] = field(default_factory=dict)

@@ -112,7 +112,7 @@ class DockerRuntime:
                 options["network_mode"] = f"container:{joined.id}"
             else:
                 ports = {} if network else {f"{spec.container_port}/tcp": (spec.host_ip, None)}
-                for port in () if network else spec.extra_ports:
+                for port in () if network else spec.extra_ports:  # isolated: the forwarder's
                     ports[f"{port}/tcp"] = (spec.host_ip, None)
                 options.update(ports=ports, network=network, hostname=spec.hostname)
                 if spec.extra_hosts:
@@ -132,7 +132,7 @@ class DockerRuntime:
             container.reload()
             if joined is not None:
                 joined.reload()
-                return self._handle(container, spec.container_port, via=joined)
+                return self._handle(container, spec.container_port, via=self._isolation.published_by(joined))
             if network is not None:
                 address = self._isolation.address_on(container, network)
                 forwarder = self._isolation.start_forwarder(spec, network, address)
@@ -297,13 +297,16 @@ class DockerRuntime:
             group = container.labels.get(ISOLATION_GROUP)
             mode = str((container.attrs.get("HostConfig") or {}).get("NetworkMode") or "")
             if mode.startswith("container:"):
-                # joined another's network: reached on that container's ports (port 0 once it is gone)
+                # joined another's network: reached on that container's ports, an isolated one's on
+                # its forwarder's (port 0 once it is gone)
                 owner_id = mode.removeprefix("container:")
                 owner = by_id.get(owner_id) or self._get(owner_id)
-                if owner is None:
+                owner_group = owner.labels.get(ISOLATION_GROUP) if owner is not None else None
+                via = forwarders.get(owner_group) if owner_group else owner
+                if via is None:
                     handles.append(self._handle(container, container_port, no_port=True))
                 else:
-                    handles.append(self._handle(container, container_port, via=owner))
+                    handles.append(self._handle(container, container_port, via=via))
             elif group is None:
                 handles.append(self._handle(container, container_port))
             elif container.labels.get(ROLE) != ROLE_FORWARDER:

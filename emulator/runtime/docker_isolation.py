@@ -8,8 +8,12 @@ container's name), all carrying the spec's ownership labels:
 - the model container, attached to that network only: no route out, and Docker's embedded DNS
   answers no outside name (there is nothing to forward to);
 - a forwarder container (the Python base image running assets/forwarder.py, standard library only,
-  no build): on the default bridge with container_port published on 127.0.0.1 only, and on the
-  internal network, relaying TCP to the model container's address there.
+  no build): on the default bridge with container_port (and extra_ports) published on 127.0.0.1
+  only, and on the internal network, relaying TCP to the model container's address there.
+
+A multi-container instance is isolated as one: its network container (hosting/fleet/multi_container.py)
+is the isolated container, with one port per model container, and the model containers join its
+network namespace, so they share its internal network and its forwarder.
 
 smlocal still talks to the model only through a port published on 127.0.0.1: the forwarder's. The
 handle of an isolated container is the model container's (state, logs, stats, stop are the model's)
@@ -102,21 +106,34 @@ class DockerIsolation:
         return name
 
     def start_forwarder(self, spec: ContainerSpec, network: str, target_ip: str) -> Any:
-        """Create the forwarder on the default bridge (port published on spec.host_ip), join it to
-        the internal network, start it; returns the started, reloaded container."""
-        port = str(spec.container_port)
+        """Create the forwarder on the default bridge (container_port and extra_ports published on
+        spec.host_ip, each relayed to the same port of the target), join it to the internal network,
+        start it; returns the started, reloaded container."""
+        ports = (spec.container_port, *spec.extra_ports)
+        pairs = [str(p) for port in ports for p in (port, port)]
         container = self.client.containers.create(
             self.forwarder_image(),
-            command=["python3", "-I", "-c", forwarder_source(), target_ip, port, port],
+            command=["python3", "-I", "-c", forwarder_source(), target_ip, *pairs],
             name=forwarder_name(spec.name),
             labels=self.shared_labels(spec, labels.ROLE_FORWARDER),
-            ports={f"{spec.container_port}/tcp": (spec.host_ip, None)},
+            ports={f"{port}/tcp": (spec.host_ip, None) for port in ports},
             stop_signal="SIGTERM",
         )
         self.client.networks.get(network).connect(container)
         container.start()
         container.reload()
         return container
+
+    def published_by(self, owner: Any) -> Any:
+        """The container whose published ports reach `owner`'s network namespace (for a container
+        joining it): an isolated owner's forwarder, else the owner itself."""
+        group = owner.labels.get(labels.ISOLATION_GROUP)
+        if group is None:
+            return owner
+        try:
+            return self.client.containers.get(forwarder_name(group))
+        except docker.errors.NotFound:
+            raise EngineError(f"the forwarder of {owner.name}'s isolated network is gone") from None
 
     @staticmethod
     def address_on(container: Any, network: str) -> str:

@@ -87,8 +87,6 @@ def create_model_input(params: Mapping[str, Any]) -> dict[str, Any]:
         containers = tuple(container_definition(c) for c in raw)
         check_containers(containers, mode)
         first = containers[0]
-        if len(containers) > 1 and params.get("EnableNetworkIsolation"):
-            raise _unsupported("EnableNetworkIsolation for a model of several containers")
     return {
         "name": params["ModelName"],
         "container": first,

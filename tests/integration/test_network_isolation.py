@@ -281,3 +281,91 @@ def test_the_variants_startup_health_check_timeout_is_the_readiness_deadline(
             env.cleanup(name)
     finally:
         env.server.stop()
+
+
+def _deploy_pair(env: Smlocal, name: str) -> dict[str, Any]:
+    """A Direct model of two netprobe containers, a and b, with EnableNetworkIsolation."""
+    containers = [
+        {"Image": env.image, "Environment": dict(FAST_RESOLVER), "ContainerHostname": host} for host in "ab"
+    ]
+    env.sm.create_model(
+        ModelName=name,
+        Containers=containers,
+        InferenceExecutionConfig={"Mode": "Direct"},
+        EnableNetworkIsolation=True,
+    )
+    env.sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
+    env.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    return env.wait(name)
+
+
+def _probe_container(env: Smlocal, endpoint: str, host: str, connect: list[list[Any]]) -> dict[str, Any]:
+    body = json.dumps({"connect": connect, "resolve": [NAME]}).encode()
+    answer = env.rt.invoke_endpoint(
+        EndpointName=endpoint, Body=body, ContentType="application/json", TargetContainerHostname=host
+    )
+    result: dict[str, Any] = json.loads(answer["Body"].read())
+    return result
+
+
+def test_an_isolated_multi_container_instance_is_isolated_as_one(
+    tmp_path: Path, netprobe_image: str, aws_credentials: None
+) -> None:
+    """Every container of the instance is cut off from the outside, yet they reach each other (on
+    localhost and by ContainerHostname); smlocal reaches each through the one forwarder, which
+    publishes every container's port on 127.0.0.1 only; a restart adopts the instance whole."""
+    client = docker.from_env()
+    gateway = [_gateway(client), 9]
+    first = start_smlocal(tmp_path, netprobe_image, limits=PROBE_LIMITS, stop_containers=False)
+    try:
+        described = _deploy_pair(first, "IsolatedPair")
+        assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+        assert first.sm.describe_model(ModelName="IsolatedPair")["EnableNetworkIsolation"] is True
+        for host, peer in (("a", ["b", 8081]), ("b", ["127.0.0.1", 8080])):
+            probe = _probe_container(first, "IsolatedPair", host, [gateway, *OUTSIDE, peer])
+            for target, outcome in probe["connect"].items():
+                if target == f"{peer[0]}:{peer[1]}":
+                    assert outcome == "ok", (host, probe)  # the other container of the instance
+                else:
+                    assert outcome.startswith(NO_ROUTE), (host, target, outcome)
+            assert probe["resolve"][NAME].startswith("gaierror"), probe
+    finally:
+        first.server.stop()  # containers stay: the next server adopts them
+
+    parts = client.containers.list(filters={"label": f"{labels.ENDPOINT}=IsolatedPair"})
+    (net,) = [c for c in parts if c.labels.get(labels.ROLE) == labels.ROLE_INSTANCE_NET]
+    models = [c for c in parts if c is not net]
+    assert len(models) == 2
+    (network_name,) = net.attrs["NetworkSettings"]["Networks"]
+    assert client.networks.get(network_name).attrs["Internal"] is True
+    assert all(m.attrs["HostConfig"]["NetworkMode"] == f"container:{net.id}" for m in models)
+    group = net.labels[labels.ISOLATION_GROUP]
+    (forwarder,) = client.containers.list(
+        filters={"label": f"{labels.ISOLATION_GROUP}={group}", "name": "fwd"}
+    )
+    published = forwarder.attrs["NetworkSettings"]["Ports"]
+    assert set(published) == {"8080/tcp", "8081/tcp"}
+    assert {b["HostIp"] for found in published.values() for b in found} == {"127.0.0.1"}
+    ids = sorted(c.id for c in parts)
+
+    restarted = start_smlocal(tmp_path, netprobe_image, limits=PROBE_LIMITS)
+    try:
+        assert restarted.wait("IsolatedPair")["EndpointStatus"] == "InService"
+        after = client.containers.list(filters={"label": f"{labels.ENDPOINT}=IsolatedPair"})
+        assert sorted(c.id for c in after) == ids  # adopted whole, through the forwarder's ports
+        probe = _probe_container(restarted, "IsolatedPair", "b", OUTSIDE[:1])
+        assert probe["connect"]["198.51.100.7:80"].startswith(NO_ROUTE), probe
+        restarted.cleanup("IsolatedPair")
+        assert _owned(client, tmp_path) == ([], [])  # the forwarder and the network too
+    finally:
+        restarted.server.stop()

@@ -29,16 +29,22 @@ def upstream() -> Iterator[socket.socket]:
 
 
 def _forwarder(target_port: int) -> tuple[subprocess.Popen[bytes], int]:
-    listen = _free_port()
+    process, (listen,) = _forwarder_of(target_port)
+    return process, listen
+
+
+def _forwarder_of(*target_ports: int) -> tuple[subprocess.Popen[bytes], list[int]]:
+    """A forwarder relaying a listen port of its own to each target port."""
+    listens = [_free_port() for _ in target_ports]
     # the forwarder listens on every address of its (container) namespace; here: the host's loopback
     source = forwarder_source().replace('"0.0.0.0"', '"127.0.0.1"')
+    pairs = [str(p) for pair in zip(target_ports, listens, strict=True) for p in pair]
     process = subprocess.Popen(
-        [sys.executable, "-I", "-c", source, "127.0.0.1", str(target_port), str(listen)],
-        stdout=subprocess.PIPE,
+        [sys.executable, "-I", "-c", source, "127.0.0.1", *pairs], stdout=subprocess.PIPE
     )
     assert process.stdout is not None
     assert b"smlocal forwarder" in process.stdout.readline()  # listening
-    return process, listen
+    return process, listens
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -83,3 +89,22 @@ def test_a_refused_upstream_resets_the_caller() -> None:
         client.close()
     finally:
         _stop(process)
+
+
+def test_each_listen_port_relays_to_its_own_target() -> None:
+    """A multi-container instance's forwarder: one port per container of the instance."""
+    first, second = socket.create_server(("127.0.0.1", 0)), socket.create_server(("127.0.0.1", 0))
+    process, (one, two) = _forwarder_of(first.getsockname()[1], second.getsockname()[1])
+    try:
+        for listen, server, word in ((two, second, b"second"), (one, first, b"first")):
+            client = socket.create_connection(("127.0.0.1", listen), timeout=5)
+            server.settimeout(5)
+            conn, _ = server.accept()
+            conn.sendall(word)
+            assert client.recv(100) == word
+            conn.close()
+            client.close()
+    finally:
+        _stop(process)
+        first.close()
+        second.close()

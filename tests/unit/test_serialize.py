@@ -157,14 +157,10 @@ def test_more_than_15_containers_refused_by_the_parser_too() -> None:
     assert "less than or equal to 15" in info.value.message
 
 
-def test_network_isolation_of_several_containers_is_not_supported_yet() -> None:
-    msg = unsupported(
-        s.create_model_input,
-        model_params(Containers=[{"Image": "a"}, {"Image": "b"}], EnableNetworkIsolation=True),
-    )
-    assert "EnableNetworkIsolation" in msg
-    got = s.create_model_input(model_params(Containers=[{"Image": "a"}], EnableNetworkIsolation=True))
-    assert got["enable_network_isolation"] is True
+def test_network_isolation_of_one_or_several_containers() -> None:
+    for containers in ([{"Image": "a"}], [{"Image": "a"}, {"Image": "b"}]):
+        got = s.create_model_input(model_params(Containers=containers, EnableNetworkIsolation=True))
+        assert got["enable_network_isolation"] is True
 
 
 def test_model_hostnames_default_by_position() -> None:

@@ -42,6 +42,8 @@ def network_spec(plan: VariantPlan, base_name: str, instance_labels: Mapping[str
         args=("python3", "-c", PAUSE_PROGRAM),
         container_port=ports[0],
         extra_ports=ports[1:],
+        # EnableNetworkIsolation: the instance is isolated as one (its containers join this network)
+        network_isolation=plan.model.enable_network_isolation,
         extra_hosts={c.hostname: "127.0.0.1" for c in plan.containers},
     )
 

@@ -1,8 +1,9 @@
 """smlocal's forwarder for a network-isolated model container (run as `python3 -I -c`).
 
-argv: TARGET_HOST TARGET_PORT LISTEN_PORT. Listens on LISTEN_PORT and relays each TCP connection,
-byte for byte, to TARGET_HOST:TARGET_PORT (the model container on its internal network). Half-closes
-are passed on (a container that closes an idle keep-alive connection closes the caller's), a reset
+argv: TARGET_HOST TARGET_PORT LISTEN_PORT [TARGET_PORT LISTEN_PORT ...]. Listens on each LISTEN_PORT
+and relays each TCP connection, byte for byte, to TARGET_HOST and its TARGET_PORT (the model container
+on its internal network; a multi-container instance's network container has one port per container).
+Half-closes are passed on (a container that closes an idle keep-alive connection closes the caller's), a reset
 becomes a reset, and a refused upstream connection is an abortive close, as docker-proxy does when
 nothing listens. Standard library only: it runs on the plain Python base image. SIGTERM ends it.
 """
@@ -13,7 +14,9 @@ import socket
 import struct
 import sys
 
-HOST, PORT, LISTEN = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+HOST = sys.argv[1]
+#: (target port, listen port) pairs
+PAIRS = [(int(sys.argv[i]), int(sys.argv[i + 1])) for i in range(2, len(sys.argv) - 1, 2)]
 CHUNK = 1 << 16
 
 
@@ -43,9 +46,9 @@ async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, peer: asyn
         _abort(peer)
 
 
-async def _relay(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+async def _relay(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, port: int) -> None:
     try:
-        up_r, up_w = await asyncio.open_connection(HOST, PORT)
+        up_r, up_w = await asyncio.open_connection(HOST, port)
     except OSError:
         _abort(client_w)
         return
@@ -65,10 +68,18 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    server = await asyncio.start_server(_relay, "0.0.0.0", LISTEN, backlog=1024)
-    print(f"smlocal forwarder: :{LISTEN} -> {HOST}:{PORT}", flush=True)
-    async with server:
-        await stop.wait()
+    servers = []
+    for port, listen in PAIRS:
+
+        async def relay(r: asyncio.StreamReader, w: asyncio.StreamWriter, port: int = port) -> None:
+            await _relay(r, w, port)
+
+        servers.append(await asyncio.start_server(relay, "0.0.0.0", listen, backlog=1024))
+    shown = ", ".join(f":{listen} -> {HOST}:{port}" for port, listen in PAIRS)
+    print(f"smlocal forwarder: {shown}", flush=True)
+    await stop.wait()
+    for server in servers:
+        server.close()
 
 
 asyncio.run(main())
