@@ -1,7 +1,8 @@
 """`smlocal serve --iam-policies FILE`: InvokeEndpoint through unchanged boto3 clients with different
-access keys, against a real server and a real container: allowed, implicitly denied, explicitly denied
-(by TargetContainerHostname), unknown and missing credentials; IAM decides before SageMaker's own
-checks; without the option every caller is allowed."""
+access keys, against a real server and a real Direct endpoint of three containers (customIpsA,
+secret-1, public, each answering with its name): allowed, implicitly denied, explicitly denied (by
+TargetContainerHostname), each allowed call reaching the container it named; unknown and missing
+credentials; IAM decides before SageMaker's own checks; without the option every caller is allowed."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from botocore.exceptions import ClientError
 from emulator.runtime.labels import owner_id
 from tests.fixtures.docker_env import track_owner
 from tests.fixtures.smlocal_server import Smlocal, error_of, start_smlocal
+from tests.integration.test_multi_container_instances import deploy_multi
 
 pytestmark = pytest.mark.docker
 
@@ -102,12 +104,21 @@ POLICIES = {
 }
 
 
-def assert_not_direct(error: tuple[str, int, str]) -> None:
-    """SageMaker's refusal of TargetContainerHostname on an endpoint that is not Direct: the proof that
-    IAM let the request through. (Its wording belongs to the Direct work, tested there.)"""
+HOSTNAMES = ("customIpsA", "secret-1", "public")
+
+
+def assert_needs_a_target(error: tuple[str, int, str]) -> None:
+    """SageMaker's refusal of a Direct call without TargetContainerHostname: the proof that IAM let the
+    request through. (Its wording belongs to the Direct work, tested there.)"""
     code, status, message = error
     assert (code, status) == ("ValidationError", 400), error
     assert "TargetContainerHostname" in message and "Direct" in message, error
+
+
+def reached(client: Any, host: str) -> None:
+    """An allowed call: the container it named answered (the echo stage tags the body with its name)."""
+    got = client.invoke_endpoint(EndpointName="guarded", Body=b"hi", TargetContainerHostname=host)
+    assert got["Body"].read().startswith(f"hi|{host}:".encode())
 
 
 def _denied(user: str, explicit: bool) -> str:
@@ -138,22 +149,28 @@ def refused(client: Any, **kwargs: Any) -> tuple[str, int, str]:
 
 
 @pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory, echo_image: str) -> Iterator[Smlocal]:
+def guarded(tmp_path_factory: pytest.TempPathFactory, echo_bind_image: str) -> Iterator[Smlocal]:
     policies = tmp_path_factory.mktemp("iam") / "policies.json"
     policies.write_text(json.dumps(POLICIES))
-    env = start_smlocal(tmp_path_factory.mktemp("smlocal"), echo_image, iam_policies_file=policies)
+    env = start_smlocal(tmp_path_factory.mktemp("smlocal"), echo_bind_image, iam_policies_file=policies)
     try:
-        described = env.deploy("guarded")
-        assert described["EndpointStatus"] == "InService", described
+        containers = [
+            {"Image": echo_bind_image, "Environment": {"STAGE": host}, "ContainerHostname": host}
+            for host in HOSTNAMES
+        ]
+        described = deploy_multi(env, "guarded", containers, mode="Direct")
+        assert described["EndpointStatus"] == "InService", described.get("FailureReason")
         yield env
         env.cleanup("guarded")
     finally:
         env.server.stop()
 
 
-def test_an_allowed_caller_reaches_the_container(guarded: Smlocal) -> None:
-    response = runtime(guarded.server.url, "AKIAALICE").invoke_endpoint(EndpointName="guarded", Body=b"hi")
-    assert response["Body"].read() == b"hi"
+def test_an_allowed_caller_reaches_the_container_it_names(guarded: Smlocal) -> None:
+    alice = runtime(guarded.server.url, "AKIAALICE")
+    for host in (*HOSTNAMES, "public"):
+        reached(alice, host)
+    assert_needs_a_target(refused(alice, EndpointName="guarded", Body=b"hi"))
 
 
 def test_no_policy_allowing_it_is_an_implicit_deny(guarded: Smlocal) -> None:
@@ -171,9 +188,11 @@ def test_a_deny_on_the_target_container_hostname_wins(guarded: Smlocal) -> None:
         403,
         _denied("carol", explicit=True),
     )
-    # Another hostname passes IAM and meets SageMaker's own check (this endpoint is not Direct).
-    assert_not_direct(refused(carol, EndpointName="guarded", Body=b"hi", TargetContainerHostname="public"))
-    assert carol.invoke_endpoint(EndpointName="guarded", Body=b"hi")["Body"].read() == b"hi"
+    # another hostname passes IAM and reaches its container; without one the Deny's condition does not
+    # match (the key is absent): IAM lets it through to SageMaker's own check
+    reached(carol, "public")
+    reached(carol, "customIpsA")
+    assert_needs_a_target(refused(carol, EndpointName="guarded", Body=b"hi"))
 
 
 def test_an_allow_list_of_hostnames_denies_a_request_without_one(guarded: Smlocal) -> None:
@@ -188,7 +207,12 @@ def test_an_allow_list_of_hostnames_denies_a_request_without_one(guarded: Smloca
         403,
         _denied("dave", False),
     )
-    assert_not_direct(refused(dave, EndpointName="guarded", Body=b"hi", TargetContainerHostname="customIpsA"))
+    assert refused(dave, EndpointName="guarded", Body=b"hi", TargetContainerHostname="public") == (
+        "AccessDeniedException",
+        403,
+        _denied("dave", False),
+    )
+    reached(dave, "customIpsA")
 
 
 def test_iam_decides_before_the_endpoint_is_looked_up(guarded: Smlocal) -> None:
