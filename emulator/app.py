@@ -84,18 +84,21 @@ def _sampler(
         return found
 
     def volume_bytes(endpoint: str, variant: str) -> float:
-        """The variant's volume per instance: its instance type from DescribeEndpoint, or from the
-        endpoint config while DescribeEndpoint lists no variants yet (Creating); 0 (no datapoint)
-        for a variant neither names."""
+        """The variant's volume per instance: its VolumeSizeInGB in the endpoint's config, else its
+        instance type's (from DescribeEndpoint, or from the endpoint config while DescribeEndpoint
+        lists no variants yet: Creating); 0 (no datapoint) for a variant neither names."""
         try:
             described = service.describe_endpoint(endpoint)
-            found = [v.instance_type for v in described.production_variants if v.variant_name == variant]
-            if not found:
-                configured = service.describe_endpoint_config(described.endpoint_config_name)
-                found = [v.instance_type for v in configured.production_variants if v.variant_name == variant]
+            configured = service.describe_endpoint_config(described.endpoint_config_name)
         except Exception:  # noqa: BLE001 - deleted meanwhile
             return 0.0
-        return instance_volume_bytes(config, found[0]) if found else 0.0
+        running = [v.instance_type for v in described.production_variants if v.variant_name == variant]
+        planned = [v for v in configured.production_variants if v.variant_name == variant]
+        instance_type = running[0] if running else planned[0].instance_type if planned else None
+        if not running and not planned:
+            return 0.0
+        size = planned[0].volume_size_gb if planned else None
+        return instance_volume_bytes(config, instance_type, size)
 
     probes = InstanceProbes(
         disk_usage=lambda: rt.disk_usage(selector),

@@ -158,8 +158,27 @@ INSTANCE_VOLUME_GB: dict[str, float] = {
 }
 
 
-def instance_volume_bytes(config: ServerConfig, instance_type: str | None) -> float:
-    """The storage volume of one instance of `instance_type`, bytes (DiskUtilization's denominator)."""
+def has_instance_storage(instance_type: str | None) -> bool:
+    """Whether instances of this type come with NVMe instance storage, which SageMaker uses instead of
+    an EBS volume (so a variant's VolumeSizeInGB is refused): the types of INSTANCE_VOLUME_GB, and any
+    family with a "d" (c5d, g4dn, p4d, ...) or of the g5, g6, p5 and trn lines."""
+    if not instance_type:
+        return False
+    if instance_type in INSTANCE_VOLUME_GB:
+        return True
+    parts = instance_type.split(".")
+    family = parts[1] if len(parts) == 3 and parts[0] == "ml" else ""
+    return "d" in family or family.startswith(("g5", "g6", "p5", "trn"))
+
+
+def instance_volume_bytes(
+    config: ServerConfig, instance_type: str | None, volume_size_gb: int | None = None
+) -> float:
+    """The storage volume of one instance of `instance_type`, bytes (DiskUtilization's denominator):
+    the variant's VolumeSizeInGB when it has one, else ServerConfig.instance_volume_gb's, else the
+    type's instance store or the default."""
+    if volume_size_gb is not None:
+        return float(volume_size_gb) * 2**30
     gb = dict(config.instance_volume_gb).get(instance_type or "")
     if gb is None:
         gb = INSTANCE_VOLUME_GB.get(instance_type or "", DEFAULT_INSTANCE_VOLUME_GB)

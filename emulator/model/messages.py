@@ -239,6 +239,13 @@ def target_container_not_direct(endpoint: str) -> str:  # [U]
     )
 
 
+def volume_size_not_supported(instance_type: str) -> str:  # [U]; the SDK's rule, SageMaker's words unseen
+    return (
+        f"VolumeSizeInGB is not supported for instance type {instance_type}: its instances have "
+        "instance storage (NVMe), which SageMaker uses instead of an EBS volume."
+    )
+
+
 def pipeline_payload_too_large(source: str, target: str, size: int) -> str:  # [D] 2023 text
     return (
         f"Received response from {source} with status code 200. However, the request payload from "

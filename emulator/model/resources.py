@@ -90,6 +90,8 @@ class ProductionVariant:
     startup_health_check_timeout_s: int | None = None
     model_data_download_timeout_s: int | None = None
     routing_strategy: RoutingStrategy = RoutingStrategy.LEAST_OUTSTANDING_REQUESTS
+    #: VolumeSizeInGB: the instance's ML storage volume (DiskUtilization's denominator).
+    volume_size_gb: int | None = None
 
 
 @dataclass(frozen=True)

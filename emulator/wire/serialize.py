@@ -121,6 +121,7 @@ def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
         startup_health_check_timeout_s=v.get("ContainerStartupHealthCheckTimeoutInSeconds"),
         model_data_download_timeout_s=v.get("ModelDataDownloadTimeoutInSeconds"),
         routing_strategy=RoutingStrategy(routing),
+        volume_size_gb=v.get("VolumeSizeInGB"),
     )
 
 
@@ -238,6 +239,8 @@ def _variant(v: ProductionVariant) -> JSON:
         out["ContainerStartupHealthCheckTimeoutInSeconds"] = v.startup_health_check_timeout_s
     if v.model_data_download_timeout_s is not None:
         out["ModelDataDownloadTimeoutInSeconds"] = v.model_data_download_timeout_s
+    if v.volume_size_gb is not None:
+        out["VolumeSizeInGB"] = v.volume_size_gb
     return out
 
 

@@ -220,3 +220,42 @@ def test_disk_utilization_counts_the_model_data(smlocal: Smlocal, cw: Any, tmp_p
         assert expected <= first < expected + 1.0
     finally:
         smlocal.cleanup("DiskModel")
+
+
+def test_a_variants_volume_size_is_the_denominator(smlocal: Smlocal, cw: Any, tmp_path: Path) -> None:
+    """VolumeSizeInGB of the variant wins over the instance type's volume (this server's 1 GB for
+    ml.m5.large): 16 MiB of model data on a 2 GB volume is 0.78 %, not 1.56 %; DescribeEndpointConfig
+    gives it back; an instance type with instance storage refuses it."""
+    weights = 16 << 20
+    data = model_tar(tmp_path / "model.tar.gz", {"weights.bin": os.urandom(weights)})
+    variant = {
+        "VariantName": "AllTraffic",
+        "ModelName": "DiskVolume",
+        "InitialInstanceCount": 1,
+        "InstanceType": "ml.m5.large",
+        "VolumeSizeInGB": 2,
+    }
+    smlocal.deploy("DiskVolume", model_data=str(data), variants=[variant])
+    try:
+        described = smlocal.sm.describe_endpoint_config(EndpointConfigName="DiskVolume")
+        assert described["ProductionVariants"][0]["VolumeSizeInGB"] == 2
+        start = datetime.now(UTC) - timedelta(seconds=2)
+        first = poll("a DiskUtilization datapoint", lambda: disk_maximum(cw, "DiskVolume", start))
+        expected = weights / (2 << 30) * 100  # 0.78125 %
+        assert expected <= first < expected + 0.5
+        with pytest.raises(smlocal.sm.exceptions.ClientError) as refused:
+            smlocal.sm.create_endpoint_config(
+                EndpointConfigName="DiskVolumeGpu",
+                ProductionVariants=[{**variant, "InstanceType": "ml.g5.xlarge"}],
+            )
+        error = refused.value.response["Error"]
+        assert (error["Code"], refused.value.response["ResponseMetadata"]["HTTPStatusCode"]) == (
+            "ValidationException",
+            400,
+        )
+        assert error["Message"] == (
+            "VolumeSizeInGB is not supported for instance type ml.g5.xlarge: its instances have instance "
+            "storage (NVMe), which SageMaker uses instead of an EBS volume."
+        )
+    finally:
+        smlocal.cleanup("DiskVolume")

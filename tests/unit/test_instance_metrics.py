@@ -15,6 +15,7 @@ from emulator.config import (
     DEFAULT_INSTANCE_VOLUME_GB,
     INSTANCE_VOLUME_GB,
     ServerConfig,
+    has_instance_storage,
     instance_volume_bytes,
 )
 from emulator.hosting.monitoring import catalogue
@@ -151,6 +152,33 @@ def test_instance_volume_table_default_and_override() -> None:
     overridden = ServerConfig(state_dir=Path("unused"), instance_volume_gb=(("ml.m5.large", 1.0),))
     assert instance_volume_bytes(overridden, "ml.m5.large") == GIB
     assert instance_volume_bytes(overridden, "ml.g5.xlarge") == 250 * GIB
+
+
+def test_a_variants_volume_size_wins() -> None:
+    overridden = ServerConfig(state_dir=Path("unused"), instance_volume_gb=(("ml.m5.large", 1.0),))
+    assert instance_volume_bytes(overridden, "ml.m5.large", 200) == 200 * GIB
+    assert instance_volume_bytes(overridden, "ml.c5.large", 1) == GIB
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "storage"),
+    [
+        ("ml.m5.large", False),
+        ("ml.c5.xlarge", False),
+        ("ml.p3.2xlarge", False),
+        ("ml.inf2.xlarge", False),
+        (None, False),
+        ("ml.g5.xlarge", True),
+        ("ml.g4dn.xlarge", True),
+        ("ml.m5d.large", True),
+        ("ml.p4d.24xlarge", True),
+        ("ml.g6.2xlarge", True),
+        ("ml.trn1.2xlarge", True),
+        ("ml.p5.48xlarge", True),
+    ],
+)
+def test_instance_storage_types(instance_type: str | None, storage: bool) -> None:
+    assert has_instance_storage(instance_type) is storage
 
 
 def test_disk_in_use_counts_writable_layers_and_model_data_once(tmp_path: Path) -> None:

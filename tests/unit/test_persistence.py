@@ -82,6 +82,7 @@ def configs() -> list[EndpointConfig]:
                     startup_health_check_timeout_s=600,
                     model_data_download_timeout_s=1200,
                     routing_strategy=RoutingStrategy.RANDOM,
+                    volume_size_gb=200,
                 ),
             ),
         ),

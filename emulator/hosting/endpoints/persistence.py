@@ -127,6 +127,7 @@ def _variant_to_json(v: ProductionVariant) -> dict[str, Any]:
         "startup_health_check_timeout_s": v.startup_health_check_timeout_s,
         "model_data_download_timeout_s": v.model_data_download_timeout_s,
         "routing_strategy": v.routing_strategy.value,
+        "volume_size_gb": v.volume_size_gb,
     }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from emulator.config import has_instance_storage
 from emulator.errors import (
     ImageNotFound,
     ResourceAlreadyExists,
@@ -117,6 +118,8 @@ class Resources(Deployments):
                 raise ResourceNotFound(
                     messages.not_found("model", self.account.model_arn(variant.model_name))
                 )
+            if variant.volume_size_gb is not None and has_instance_storage(variant.instance_type):
+                raise ValidationFailed(messages.volume_size_not_supported(str(variant.instance_type)))
         endpoint_config = EndpointConfig(name, arn, variants, self._clock(), kms_key_id, tags)
         self.endpoint_configs.put(endpoint_config)
         self._persist()
