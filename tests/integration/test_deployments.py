@@ -4,6 +4,7 @@ timeout, failed batch). The server runs with --time-scale 60: deployment waits o
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -388,3 +389,63 @@ def test_a_rollback_alarm_in_alarm_during_the_canary_rolls_back(smlocal: Smlocal
     finally:
         cw.delete_alarms(AlarmNames=["guarded-4xx"])
         cleanup(smlocal, "Guarded", blue, "Guarded-bad")
+
+
+def pipeline(smlocal: Smlocal, image: str, name: str, color: str) -> str:
+    """A Serial model of two containers tagging the body `{color}1`, `{color}2`, on two instances."""
+    model = f"{name}-{color}"
+    smlocal.sm.create_model(
+        ModelName=model,
+        Containers=[{"Image": image, "Environment": {"STAGE": f"{color}{i}"}} for i in (1, 2)],
+    )
+    smlocal.sm.create_endpoint_config(
+        EndpointConfigName=model,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": model,
+                "InitialInstanceCount": 2,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
+    return model
+
+
+def test_a_rolling_update_of_a_pipeline_replaces_whole_instances(
+    smlocal: Smlocal, echo_bind_image: str
+) -> None:
+    """Every answer comes from one generation's containers (both tags blue or both green): instances
+    are replaced whole, batch by batch, with no failed request."""
+    blue = pipeline(smlocal, echo_bind_image, "RollPipe", "blue")
+    green = pipeline(smlocal, echo_bind_image, "RollPipe", "green")
+    smlocal.sm.create_endpoint(EndpointName="RollPipe", EndpointConfigName=blue)
+    try:
+        assert smlocal.wait("RollPipe")["EndpointStatus"] == "InService"
+        deployment = {
+            "RollingUpdatePolicy": {
+                "MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                "WaitIntervalInSeconds": 60,
+            }
+        }
+        with Load(smlocal, "RollPipe") as load:
+            smlocal.sm.update_endpoint(
+                EndpointName="RollPipe", EndpointConfigName=green, DeploymentConfig=deployment
+            )
+            done, seen = observe(smlocal, "RollPipe")
+            seen_green = len(load.answers)
+            while len(load.answers) < seen_green + 3:  # answers after the update, too
+                time.sleep(0.01)
+        assert load.failures == []
+        assert done["EndpointStatus"] == "InService" and done["EndpointConfigName"] == green
+        assert stages(seen)[1:] == [
+            ("Updating", "Rolling AllTraffic: 1 new, 1 old instance(s) serve."),
+            ("Updating", "Rolling AllTraffic: 2 new, 0 old instance(s) serve."),
+        ]
+        # "x|blue1:...|blue2:..." -> ("blue1", "blue2"): each answer's two tags, of one generation
+        tags = {tuple(re.findall(r"\|([a-z]+[12]):", a)) for _, a in load.answers}
+        assert tags == {("blue1", "blue2"), ("green1", "green2")}, tags
+        answers = [a for _, a in load.answers]
+        assert answers[0].startswith("x|blue1:") and answers[-1].startswith("x|green1:")
+    finally:
+        cleanup(smlocal, "RollPipe", blue, green)
