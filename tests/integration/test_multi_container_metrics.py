@@ -17,8 +17,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.fixtures.scaling import TIME_SCALE
-from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
+from tests.fixtures.scaling import time_scaled_server
+from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of
 from tests.integration.test_multi_container_instances import deploy_multi
 
 pytestmark = pytest.mark.docker
@@ -39,13 +39,7 @@ def dims(endpoint: str, container: str | None = None) -> list[dict[str, str]]:
 def smlocal(
     tmp_path_factory: pytest.TempPathFactory, echo_image: str, s3_server: str, aws_credentials: None
 ) -> Iterator[Smlocal]:
-    env = start_smlocal(
-        tmp_path_factory.mktemp("smlocal"), echo_image, s3_endpoint_url=s3_server, time_scale=TIME_SCALE
-    )
-    try:
-        yield env
-    finally:
-        env.server.stop()
+    yield from time_scaled_server(tmp_path_factory.mktemp("smlocal"), echo_image, s3_server)
 
 
 @pytest.fixture(scope="module")

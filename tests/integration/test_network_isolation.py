@@ -75,6 +75,11 @@ def _deploy(
         PrimaryContainer={"Image": env.image, "Environment": {**FAST_RESOLVER, **(env_vars or {})}},
         EnableNetworkIsolation=isolated,
     )
+    return _serve_model(env, name)
+
+
+def _serve_model(env: Smlocal, name: str) -> dict[str, Any]:
+    """An endpoint (and its config, one instance) of the model `name`, once it is no longer Creating."""
     env.sm.create_endpoint_config(
         EndpointConfigName=name,
         ProductionVariants=[
@@ -294,19 +299,7 @@ def _deploy_pair(env: Smlocal, name: str) -> dict[str, Any]:
         InferenceExecutionConfig={"Mode": "Direct"},
         EnableNetworkIsolation=True,
     )
-    env.sm.create_endpoint_config(
-        EndpointConfigName=name,
-        ProductionVariants=[
-            {
-                "VariantName": "AllTraffic",
-                "ModelName": name,
-                "InitialInstanceCount": 1,
-                "InstanceType": "ml.m5.large",
-            }
-        ],
-    )
-    env.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
-    return env.wait(name)
+    return _serve_model(env, name)
 
 
 def _probe_container(env: Smlocal, endpoint: str, host: str, connect: list[list[Any]]) -> dict[str, Any]:

@@ -32,6 +32,18 @@ SERVER_ERROR = 5  # the model answered 5xx
 OTHER_ERROR = 1  # timeout, socket error, malformed or oversized answer, other non-2xx status
 
 
+def _count_error(p: Period, series: VariantSeries, outcome: int) -> None:
+    """A request (or a container call) that did not end OK, in its period and in the totals."""
+    p.model_errors += 1
+    series.model_errors += 1
+    if outcome == CLIENT_ERROR:
+        p.errors_4xx += 1
+        series.errors_4xx += 1
+    elif outcome == SERVER_ERROR:
+        p.errors_5xx += 1
+        series.errors_5xx += 1
+
+
 class Metrics:
     """All endpoints' series. `clock` is epoch seconds (periods align on it, as CloudWatch's minutes)."""
 
@@ -103,14 +115,7 @@ class Metrics:
         series.model_latency_sum += model_us
         series.overhead_latency_sum += overhead_us
         if outcome:
-            p.model_errors += 1
-            series.model_errors += 1
-            if outcome == CLIENT_ERROR:
-                p.errors_4xx += 1
-                series.errors_4xx += 1
-            elif outcome == SERVER_ERROR:
-                p.errors_5xx += 1
-                series.errors_5xx += 1
+            _count_error(p, series, outcome)
 
     def record_container(
         self, endpoint: str, variant: str, container: str, outcome: int, container_s: float, overhead_s: float
@@ -127,14 +132,7 @@ class Metrics:
         series.model_latency_sum += container_s * 1e6
         series.overhead_latency_sum += max(overhead_s, 0.0) * 1e6
         if outcome:
-            p.model_errors += 1
-            series.model_errors += 1
-            if outcome == CLIENT_ERROR:
-                p.errors_4xx += 1
-                series.errors_4xx += 1
-            elif outcome == SERVER_ERROR:
-                p.errors_5xx += 1
-                series.errors_5xx += 1
+            _count_error(p, series, outcome)
 
     def _container_series(self, endpoint: str, variant: str, container: str, index: int) -> VariantSeries:
         containers = self._containers.setdefault(endpoint, {})
