@@ -239,6 +239,12 @@ class Deployer:
         """Start `count` more instances of a running variant and wait until each is healthy;
         on any failure (or cancellation) stop the ones started and raise."""
         instances: list[Instance] = []
+        await self._start_healthy_into(plan, count, instances)
+        return instances
+
+    async def _start_healthy_into(self, plan: VariantPlan, count: int, instances: list[Instance]) -> None:
+        """Start `count` more instances into `instances` and wait until all of `instances` (those
+        given too) are healthy; on any failure (or cancellation) stop every one of them and raise."""
         try:
             await self._start_into(plan, count, instances)
             async with asyncio.TaskGroup() as group:
@@ -249,7 +255,6 @@ class Deployer:
             if isinstance(exc, BaseExceptionGroup):
                 raise first_error(exc) from None
             raise
-        return instances
 
     async def _start_into(self, plan: VariantPlan, count: int, instances: list[Instance]) -> None:
         """Start `count` containers of the plan at once, appending each to `instances` as it starts.
@@ -282,16 +287,7 @@ class Deployer:
         """Start (or adopt: matching_instances) the variant's instances and wait until every one is
         healthy."""
         instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
-        try:
-            await self._start_into(plan, plan.variant.initial_instance_count - len(instances), instances)
-            async with asyncio.TaskGroup() as group:
-                for instance in instances:
-                    group.create_task(self.wait_healthy(plan, instance))
-        except BaseException as exc:
-            await asyncio.shield(self.stop_instances(instances))
-            if isinstance(exc, BaseExceptionGroup):
-                raise first_error(exc) from None
-            raise
+        await self._start_healthy_into(plan, plan.variant.initial_instance_count - len(instances), instances)
         return self.fleet_of(plan, instances)
 
     def fleet_of(self, plan: VariantPlan, instances: list[Instance]) -> VariantFleet:
