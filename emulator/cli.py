@@ -187,6 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="run metric periods, scaling alarms and cooldowns N times faster (contract timeouts unchanged)",
     )
     p.add_argument(
+        "--model-load-window",
+        type=_positive_float,
+        default=60.0,
+        metavar="S",
+        help="multi-model endpoints: seconds an invocation waits for its model to load before it answers "
+        "429 ModelNotReadyException (loading goes on; default: 60, SageMaker's)",
+    )
+    p.add_argument(
         "--event-loop",
         choices=("auto", "asyncio", "uvloop"),
         default="auto",
