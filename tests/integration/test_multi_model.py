@@ -7,6 +7,9 @@ load goes on, then the retry served; the label; the TargetModel errors."""
 from __future__ import annotations
 
 import concurrent.futures
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -228,3 +231,60 @@ def test_an_image_without_the_label_fails_the_endpoint(
         )
     finally:
         smlocal.cleanup("mme-nolabel")
+
+
+def test_a_restart_of_smlocal_keeps_serving(
+    tmp_path: Path, mme_image: str, s3_server: str, s3_client: Any, s3_bucket: str, aws_credentials: None
+) -> None:
+    """The container is adopted with its models still loaded: the new server's load of `a` gets 409
+    (loaded: no second load), `b` is loaded on demand, and the instance's folder is reused."""
+    for name in ("a", "b"):
+        upload(s3_client, s3_bucket, tmp_path, f"kept/{name}.tar.gz", f"model-{name}")
+    state = tmp_path / "state"
+    first = start_smlocal(state, mme_image, s3_endpoint_url=s3_server, stop_containers=False)
+    try:
+        assert deploy_mme(first, "mme-kept", f"s3://{s3_bucket}/kept/")["EndpointStatus"] == "InService"
+        assert parts(call(first.rt, "mme-kept", "a.tar.gz"))["loads"] == "1"
+    finally:
+        first.server.stop()  # the container stays, with `a` loaded
+    again = start_smlocal(state, mme_image, s3_endpoint_url=s3_server)
+    try:
+        assert again.wait("mme-kept")["EndpointStatus"] == "InService"
+        assert parts(call(again.rt, "mme-kept", "a.tar.gz")) == {
+            "body": "q",
+            "answer": "model-a",
+            "target": "a.tar.gz",
+            "loads": "1",
+        }
+        assert parts(call(again.rt, "mme-kept", "b.tar.gz"))["answer"] == "model-b"
+        again.cleanup("mme-kept")
+        assert not (state / "multi-model" / "mme-kept").exists() or not any(
+            (state / "multi-model" / "mme-kept").iterdir()
+        )  # the instance's models went with it
+    finally:
+        again.server.stop()
+
+
+def test_smlocal_deploy_multi_model_and_invoke_target_model(
+    smlocal: Smlocal, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    upload(s3_client, s3_bucket, tmp_path, "cli/a.tar.gz", "model-a")
+    env = {**os.environ, "SMLOCAL_ENDPOINT_URL": smlocal.server.url}
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "emulator.cli", *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    deployed = cli("deploy", smlocal.image, "--multi-model", f"s3://{s3_bucket}/cli/", "--name", "mme-cli")
+    try:
+        assert deployed.returncode == 0, deployed.stderr
+        invoked = cli("invoke", "mme-cli", "--body", "hi", "--target-model", "a.tar.gz")
+        assert invoked.returncode == 0, invoked.stderr
+        assert invoked.stdout.strip() == "hi|model-a|target=a.tar.gz|loads=1"
+    finally:
+        smlocal.cleanup("mme-cli")
