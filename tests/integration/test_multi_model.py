@@ -10,16 +10,20 @@ import concurrent.futures
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.fixtures.mme import mme_artifact
+from tests.fixtures.scaling import TIME_SCALE
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
 
 pytestmark = pytest.mark.docker
@@ -33,7 +37,11 @@ def smlocal(
     tmp_path_factory: pytest.TempPathFactory, mme_image: str, s3_server: str, aws_credentials: None
 ) -> Iterator[Smlocal]:
     env = start_smlocal(
-        tmp_path_factory.mktemp("smlocal"), mme_image, s3_endpoint_url=s3_server, model_load_window_s=3.0
+        tmp_path_factory.mktemp("smlocal"),
+        mme_image,
+        s3_endpoint_url=s3_server,
+        model_load_window_s=3.0,
+        time_scale=TIME_SCALE,  # metric periods of a second (the sampler's LoadedModelCount too)
     )
     try:
         yield env
@@ -288,3 +296,64 @@ def test_smlocal_deploy_multi_model_and_invoke_target_model(
         assert invoked.stdout.strip() == "hi|model-a|target=a.tar.gz|loads=1"
     finally:
         smlocal.cleanup("mme-cli")
+
+
+def test_multi_model_metrics(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    """SageMaker's MME metrics through boto3's cloudwatch client and /metrics: hits and misses,
+    download, load, wait and unload times, the loaded model count."""
+    for name in ("a", "b"):
+        upload(s3_client, s3_bucket, tmp_path, f"metered/{name}.tar.gz", f"model-{name}")
+    since = datetime.now(UTC) - timedelta(seconds=2)
+    described = deploy_mme(smlocal, "mme-metrics", f"s3://{s3_bucket}/metered/", {"MAX_LOADED": "1"})
+    assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+    cw = boto3.client("cloudwatch", endpoint_url=smlocal.server.url, config=NO_RETRY, **CREDENTIALS)
+    dims = [{"Name": "EndpointName", "Value": "mme-metrics"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+
+    def totals(namespace: str, name: str) -> tuple[float, float]:
+        points = cw.get_metric_statistics(
+            Namespace=namespace,
+            MetricName=name,
+            Dimensions=dims,
+            StartTime=since,
+            EndTime=datetime.now(UTC) + timedelta(seconds=5),
+            Period=3600,
+            Statistics=["Sum", "SampleCount"],
+        )["Datapoints"]
+        return sum(p["SampleCount"] for p in points), sum(p["Sum"] for p in points)
+
+    try:
+        for target in ("a", "a", "a", "b"):  # a: miss, hit, hit; b: miss, 507 -> a unloaded
+            call(rt, "mme-metrics", f"{target}.tar.gz")
+        assert totals("AWS/SageMaker", "ModelCacheHit") == (4, 2)  # Average: a hit ratio of 0.5
+        for name in ("ModelDownloadingTime", "ModelLoadingTime", "ModelLoadingWaitTime"):
+            count, total = totals("AWS/SageMaker", name)
+            assert count == 2 and total > 0, name
+        count, total = totals("AWS/SageMaker", "ModelUnloadingTime")
+        assert count == 1 and total > 0
+
+        deadline = time.monotonic() + 30
+        while totals("/aws/sagemaker/Endpoints", "LoadedModelCount")[0] == 0:
+            assert time.monotonic() < deadline, "no LoadedModelCount sample"
+            time.sleep(0.25)
+        points = cw.get_metric_statistics(
+            Namespace="/aws/sagemaker/Endpoints",
+            MetricName="LoadedModelCount",
+            Dimensions=dims,
+            StartTime=datetime.now(UTC) - timedelta(seconds=30),
+            EndTime=datetime.now(UTC) + timedelta(seconds=5),
+            Period=60,
+            Statistics=["Maximum"],
+        )["Datapoints"]
+        assert points and max(p["Maximum"] for p in points) == 1  # one instance, one model (b) loaded
+        listed = cw.list_metrics(
+            Namespace="AWS/SageMaker", Dimensions=[{"Name": "EndpointName", "Value": "mme-metrics"}]
+        )
+        assert {"ModelCacheHit", "ModelLoadingTime"} <= {m["MetricName"] for m in listed["Metrics"]}
+        text = httpx.get(f"{smlocal.server.url}/metrics", timeout=10).text
+        labels = 'endpoint_name="mme-metrics",variant_name="AllTraffic"'
+        assert f"sagemaker_model_cache_hit_sum{{{labels}}} 2" in text.splitlines()
+        assert f"sagemaker_model_cache_hit_count{{{labels}}} 4" in text.splitlines()
+    finally:
+        smlocal.cleanup("mme-metrics")

@@ -41,6 +41,8 @@ class CachedModel:
 class InstanceModels:
     """The models of one instance, within its memory and disk budgets (bytes)."""
 
+    endpoint: str
+    variant: str
     root: Path
     memory_budget: float
     disk_budget: float
