@@ -12,6 +12,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yarl import URL
+
 
 def model_name(target: str) -> str:
     """The opaque name a TargetModel is loaded under."""
@@ -35,6 +37,8 @@ class CachedModel:
     task: asyncio.Task[None] | None = None
     #: ModelCacheSetting Disabled: the unload-and-delete under way (a new load waits for it)
     discarding: asyncio.Task[None] | None = None
+    #: the container's invoke URL for it (built once: yarl's parsing costs per request otherwise)
+    invoke_url: URL | None = None
 
 
 @dataclass(eq=False)
