@@ -4,6 +4,7 @@ smlocal setup                      start a Docker engine (installing Debian's wh
 smlocal serve                      serve SageMaker's control plane and runtime on one port
 smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V ...]
 smlocal deploy --container NAME=IMAGE[,model=URL] ... [--mode serial|direct] [--name N]
+smlocal deploy IMAGE --multi-model PREFIX [--name N]
 smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--container NAME] [--output F]
 smlocal ls | logs ENDPOINT [--variant V] [--instance I] [--follow] | metrics ENDPOINT [--json]
 smlocal delete ENDPOINT | down [--state-dir D | --all]
@@ -187,6 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="run metric periods, scaling alarms and cooldowns N times faster (contract timeouts unchanged)",
     )
     p.add_argument(
+        "--model-load-window",
+        type=_positive_float,
+        default=60.0,
+        metavar="S",
+        help="multi-model endpoints: seconds an invocation waits for its model to load before it answers "
+        "429 ModelNotReadyException (loading goes on; default: 60, SageMaker's)",
+    )
+    p.add_argument(
         "--event-loop",
         choices=("auto", "asyncio", "uvloop"),
         default="auto",
@@ -217,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --container: Serial (an inference pipeline, the default) or Direct invocation",
     )
     p.add_argument("--model-data", help="s3://, file:// or a local path to model.tar.gz")
+    p.add_argument(
+        "--multi-model",
+        metavar="PREFIX",
+        help="a multi-model endpoint of IMAGE: its models are the *.tar.gz under PREFIX (s3://bucket/prefix/ "
+        "or a local folder), loaded on demand (invoke --target-model)",
+    )
     p.add_argument("--name", help="model, endpoint config and endpoint name (default: IMAGE-TIMESTAMP)")
     p.add_argument("--instance-count", type=_positive_int, default=1, help="instances (1 or more)")
     p.add_argument("--instance-type", default="ml.m5.large", help="the variant's instance type")
@@ -236,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--accept")
     p.add_argument("--custom-attributes")
     p.add_argument("--container", help="TargetContainerHostname: the container of a Direct endpoint")
+    p.add_argument("--target-model", help="TargetModel: the model of a multi-model endpoint (e.g. a.tar.gz)")
     p.add_argument("--output", "-o")
     p.set_defaults(func=cmd_invoke)
 

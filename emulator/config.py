@@ -108,6 +108,13 @@ class ServerConfig:
     #: DiskUtilization's denominator: ML storage volume GB per instance type, over the table
     #: INSTANCE_VOLUME_GB below (e.g. (("ml.m5.large", 1.0),) to see a small write move the metric).
     instance_volume_gb: tuple[tuple[str, float], ...] = ()
+    #: A multi-model endpoint's request window: how long an invocation waits for its model to be
+    #: downloaded and loaded before it answers 429 ModelNotReadyException (loading goes on, up to
+    #: MODEL_LOAD_LIMIT_S). SageMaker's is the 60 s invocation window; `--model-load-window`.
+    model_load_window_s: float = 60.0
+    #: Memory per instance for multi-model endpoints (GB per instance type) over INSTANCE_MEMORY_GB:
+    #: the budget of loaded models (docs/multi-model.md).
+    instance_memory_gb: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:
@@ -169,6 +176,37 @@ def has_instance_storage(instance_type: str | None) -> bool:
     parts = instance_type.split(".")
     family = parts[1] if len(parts) == 3 and parts[0] == "ml" else ""
     return "d" in family or family.startswith(("g5", "g6", "p5", "trn"))
+
+
+#: How long a multi-model endpoint goes on downloading and loading a model after the request that
+#: asked for it gave up (spec §5: "up to 360 s").
+MODEL_LOAD_LIMIT_S = 360.0
+#: The memory of one instance, GiB, by instance type (the EC2 specifications of the common ml.* types):
+#: a multi-model instance's budget for loaded models. Other types get DEFAULT_INSTANCE_MEMORY_GB [U].
+DEFAULT_INSTANCE_MEMORY_GB = 8.0
+_MEMORY_GB = """
+ml.t2     medium=4 large=8 xlarge=16 2xlarge=32
+ml.m5     large=8 xlarge=16 2xlarge=32 4xlarge=64 12xlarge=192 24xlarge=384
+ml.m5d    large=8 xlarge=16 2xlarge=32 4xlarge=64 12xlarge=192 24xlarge=384
+ml.c5     large=4 xlarge=8 2xlarge=16 4xlarge=32 9xlarge=72 18xlarge=144
+ml.r5     large=16 xlarge=32 2xlarge=64 4xlarge=128 12xlarge=384 24xlarge=768
+ml.g4dn   xlarge=16 2xlarge=32 4xlarge=64 8xlarge=128 12xlarge=192 16xlarge=256
+ml.g5     xlarge=16 2xlarge=32 4xlarge=64 8xlarge=128 12xlarge=192 16xlarge=256 24xlarge=384 48xlarge=768
+ml.p3     2xlarge=61 8xlarge=244 16xlarge=488
+"""
+INSTANCE_MEMORY_GB: dict[str, float] = {
+    f"{family}.{size}": float(gb)
+    for family, *sizes in (line.split() for line in _MEMORY_GB.strip().splitlines())
+    for size, gb in (entry.split("=") for entry in sizes)
+}
+
+
+def instance_memory_bytes(config: ServerConfig, instance_type: str | None) -> float:
+    """The memory of one instance of `instance_type`, bytes (a multi-model instance's budget)."""
+    gb = dict(config.instance_memory_gb).get(instance_type or "")
+    if gb is None:
+        gb = INSTANCE_MEMORY_GB.get(instance_type or "", DEFAULT_INSTANCE_MEMORY_GB)
+    return float(gb) * 2**30
 
 
 def instance_volume_bytes(

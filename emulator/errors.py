@@ -156,6 +156,11 @@ class ModelFault(SmlocalError):
         self.container_calls: tuple[ContainerCall, ...] = ()
 
 
+class ModelNotReady(SmlocalError):
+    """A multi-model endpoint's model is still being downloaded and loaded after the request window
+    (clients see 429 ModelNotReadyException and retry; loading goes on)."""
+
+
 class ModelErrorResponse(ModelFault):
     """The container answered with a non-2xx status."""
 

@@ -42,6 +42,10 @@ def _wait_in_service(sm: Any, name: str, timeout_s: float) -> dict[str, Any]:
 def _model_request(args: argparse.Namespace, name: str) -> dict[str, Any]:
     """CreateModel's members: PrimaryContainer for IMAGE, Containers (+ the mode) for --container."""
     env = dict(args.env)  # (key, value) pairs: the parser's _key_value checked each
+    if args.multi_model and (args.container or args.model_data):
+        raise SmlocalError(
+            "--multi-model takes IMAGE and the PREFIX of its models, not --container or --model-data."
+        )
     if args.container:
         if args.image or args.model_data:
             raise SmlocalError(
@@ -64,6 +68,8 @@ def _model_request(args: argparse.Namespace, name: str) -> dict[str, Any]:
     primary: dict[str, Any] = {"Image": args.image, "Environment": env}
     if args.model_data:
         primary["ModelDataUrl"] = args.model_data
+    if args.multi_model:
+        primary.update(Mode="MultiModel", ModelDataUrl=args.multi_model)
     return {"ModelName": name, "PrimaryContainer": primary}
 
 
@@ -113,6 +119,8 @@ def cmd_invoke(args: argparse.Namespace) -> int:
         kwargs["CustomAttributes"] = args.custom_attributes
     if args.container:
         kwargs["TargetContainerHostname"] = args.container
+    if args.target_model:
+        kwargs["TargetModel"] = args.target_model
     response = rt.invoke_endpoint(**kwargs)
     data = response["Body"].read()
     if args.output:

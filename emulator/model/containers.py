@@ -12,6 +12,8 @@ from emulator.model.resources import ContainerDefinition
 
 #: The image label a container of a multi-container model must carry, with the value "true" (spec §3.5)
 ACCEPT_BIND_TO_PORT_LABEL = "com.amazonaws.sagemaker.capabilities.accept-bind-to-port"
+#: The label a multi-model container's image must carry ("true"; spec §5).
+MULTI_MODELS_LABEL = "com.amazonaws.sagemaker.capabilities.multi-models"
 MAX_CONTAINERS = 15
 SERIAL = "Serial"
 DIRECT = "Direct"

@@ -214,6 +214,36 @@ def missing_bind_to_port_label(image: str) -> str:  # [D] §3.5
     )
 
 
+def missing_multi_models_label(image: str) -> str:  # [U] the form of the bind-to-port text (§3.5)
+    return (
+        f"Your Ecr Image {image} does not contain required "
+        "com.amazonaws.sagemaker.capabilities.multi-models=true Docker label(s)."
+    )
+
+
+def target_model_required(endpoint: str) -> str:  # [U]
+    return f"Endpoint {endpoint} is a multi-model endpoint: specify the TargetModel to invoke."
+
+
+def target_model_not_multi_model(endpoint: str) -> str:  # [U]
+    return f"TargetModel is only allowed for multi-model endpoints; endpoint {endpoint} is not one."
+
+
+def target_model_not_found(bucket_or_dir: str, key: str) -> str:  # [U] the inference-component form [O]
+    return (
+        f"Failed to download model data (bucket: {bucket_or_dir}, key: {key}). Please ensure that there "
+        "is an object located at the URL and that the role passed to CreateModel has permissions to "
+        "download the model."
+    )
+
+
+def model_not_ready(target: str) -> str:  # [U]
+    return (
+        f"Model {target} is not ready yet: it is being downloaded and loaded. Retry the request; loading "
+        "continues for up to 360 seconds."
+    )
+
+
 def containers_failed_ping(variant: str, hostnames: str) -> str:  # [D] the form; [U] the words around it
     return (
         f"The containers {hostnames} for production variant {variant} did not pass the ping health check. "

@@ -44,6 +44,14 @@ class ContainerDefinition:
     model_data: ModelDataSource | None = None
     hostname: str | None = None
     mode: str = "SingleModel"
+    #: MultiModelConfig.ModelCacheSetting: "Enabled" (default) keeps loaded models; "Disabled"
+    #: unloads and deletes each after its invocation.
+    model_cache_setting: str = "Enabled"
+
+    @property
+    def multi_model(self) -> bool:
+        """Mode MultiModel: ModelDataUrl is a prefix of many artifacts, loaded on demand (spec §5)."""
+        return self.mode == "MultiModel"
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,11 @@ class Model:
     def multi_container(self) -> bool:
         """Several containers share each instance (own ports, the bind-to-port label required)."""
         return len(self.containers) > 1
+
+    @property
+    def multi_model(self) -> bool:
+        """A multi-model endpoint's model: one container in Mode MultiModel."""
+        return not self.multi_container and self.primary_container.multi_model
 
     @property
     def direct(self) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 MODEL_DIR_IN_CONTAINER = "/opt/ml/model"
+MODELS_DIR_IN_CONTAINER = "/opt/ml/models"  # a multi-model container's models (spec §5)
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,9 @@ class ContainerSpec:
     model_dir: Path | None = None
     #: Mount model_dir writable instead (only the contract tester's write probe, on its own copy).
     model_dir_writable: bool = False
+    #: A multi-model container's folder of loaded models, mounted read-only at /opt/ml/models
+    #: (each model in /opt/ml/models/{model_name}/model, added while the container runs).
+    models_dir: Path | None = None
     container_port: int = 8080
     #: Publish container_port on this host address only; the host port is chosen by the engine.
     host_ip: str = "127.0.0.1"

@@ -21,6 +21,7 @@ from docker.types import DeviceRequest, Mount
 from emulator.errors import EngineError, EngineUnavailable, ImageNotFound
 from emulator.runtime.base import (
     MODEL_DIR_IN_CONTAINER,
+    MODELS_DIR_IN_CONTAINER,
     ContainerHandle,
     ContainerSpec,
     ContainerState,
@@ -85,6 +86,12 @@ class DockerRuntime:
                     source=str(spec.model_dir),
                     type="bind",
                     read_only=not spec.model_dir_writable,
+                )
+            )
+        if spec.models_dir is not None:
+            mounts.append(
+                Mount(
+                    target=MODELS_DIR_IN_CONTAINER, source=str(spec.models_dir), type="bind", read_only=True
                 )
             )
         device_requests = None

@@ -77,8 +77,6 @@ def _check_unsupported(members: dict[str, Any]) -> None:
             "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy "
             "inference components. Please remove the Inference Component Name header and try again."
         )
-    if "TargetModel" in members:  # [U] text
-        raise ValidationFailed("TargetModel is only valid for multi-model endpoints.")
 
 
 def _outcome(status: int) -> int:
@@ -153,6 +151,7 @@ async def invoke_endpoint(
             forward,
             members.get("TargetVariant"),
             members.get("TargetContainerHostname"),
+            members.get("TargetModel"),
         )
     except SmlocalError as exc:
         if hooks is not None and isinstance(exc, ModelFault):

@@ -47,8 +47,6 @@ def _unsupported(feature: str) -> ValidationFailed:
 
 
 def container_definition(c: Mapping[str, Any]) -> ContainerDefinition:
-    if c.get("Mode", "SingleModel") != "SingleModel":
-        raise _unsupported("Multi-model endpoints (Mode=MultiModel)")
     if "Image" not in c:
         raise ValidationFailed("A container definition needs an Image.")  # [U]: SageMaker's text is unknown
     data: ModelDataSource | None = None
@@ -71,6 +69,7 @@ def container_definition(c: Mapping[str, Any]) -> ContainerDefinition:
         model_data=data,
         hostname=c.get("ContainerHostname"),
         mode=c.get("Mode", "SingleModel"),
+        model_cache_setting=(c.get("MultiModelConfig") or {}).get("ModelCacheSetting", "Enabled"),
     )
 
 
@@ -85,6 +84,8 @@ def create_model_input(params: Mapping[str, Any]) -> dict[str, Any]:
         first = container_definition(primary)
     else:
         containers = tuple(container_definition(c) for c in raw)
+        if len(containers) > 1 and any(c.multi_model for c in containers):
+            raise _unsupported("A multi-model container in a model of several containers")
         check_containers(containers, mode)
         first = containers[0]
     return {
@@ -189,6 +190,8 @@ def update_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def _container(c: ContainerDefinition) -> JSON:
     out: JSON = {"Image": c.image, "Mode": c.mode}
+    if c.multi_model:
+        out["MultiModelConfig"] = {"ModelCacheSetting": c.model_cache_setting}
     if c.environment:
         out["Environment"] = dict(c.environment)
     if c.hostname:

@@ -70,3 +70,22 @@ def test_a_malformed_container_is_a_usage_error(bad: str, capsys: pytest.Capture
 def test_invoke_container_is_the_target_container_hostname() -> None:
     args = build_parser().parse_args(["invoke", "e", "--container", "b"])
     assert args.container == "b"
+
+
+def test_multi_model_makes_a_multi_model_primary_container() -> None:
+    assert request("img/mme:1", "--multi-model", "s3://b/models/") == {
+        "ModelName": "m",
+        "PrimaryContainer": {
+            "Image": "img/mme:1",
+            "Environment": {},
+            "Mode": "MultiModel",
+            "ModelDataUrl": "s3://b/models/",
+        },
+    }
+    with pytest.raises(SmlocalError, match="--multi-model takes IMAGE"):
+        request("img/mme:1", "--multi-model", "s3://b/models/", "--model-data", "s3://b/m.tar.gz")
+
+
+def test_invoke_takes_a_target_model() -> None:
+    args = build_parser().parse_args(["invoke", "ep", "--target-model", "a.tar.gz"])
+    assert args.target_model == "a.tar.gz"

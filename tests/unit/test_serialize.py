@@ -193,11 +193,18 @@ def test_describe_multi_container_model() -> None:
     assert "InferenceExecutionConfig" not in serial and len(serial["Containers"]) == 1
 
 
-def test_multi_model_mode_unsupported() -> None:
-    msg = unsupported(
-        s.create_model_input, model_params(PrimaryContainer={"Image": "a", "Mode": "MultiModel"})
+def test_multi_model_mode_and_cache_setting() -> None:
+    primary = {"Image": "a", "Mode": "MultiModel", "ModelDataUrl": "s3://b/models/"}
+    got = s.create_model_input(model_params(PrimaryContainer=primary))
+    assert got["container"].multi_model and got["container"].model_cache_setting == "Enabled"
+    off = {**primary, "MultiModelConfig": {"ModelCacheSetting": "Disabled"}}
+    assert (
+        s.create_model_input(model_params(PrimaryContainer=off))["container"].model_cache_setting
+        == "Disabled"
     )
-    assert "MultiModel" in msg
+    # one multi-model container in a pipeline: not supported yet
+    msg = unsupported(s.create_model_input, model_params(Containers=[primary, {"Image": "b"}]))
+    assert "multi-model" in msg
 
 
 def test_container_without_image_is_validation_failed() -> None:

@@ -23,6 +23,7 @@ from emulator.hosting.fleet.deployer import Deployer
 from emulator.hosting.fleet.invoker import FaultContext, Invoker
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
+from emulator.hosting.multi_model.host import MultiModelHost
 from emulator.model.arns import Account
 from emulator.model.resources import (
     Endpoint,
@@ -57,6 +58,7 @@ class ServiceBase:
     deployer: Deployer
     executors: Executors
     invoker: Invoker
+    multi_model: MultiModelHost
     health_check_interval_s: float
     #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
     deletion_listeners: list[Callable[[str], None]]

@@ -18,7 +18,7 @@ from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.plan import FIRST_PORT, PlannedContainer, VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model import messages
-from emulator.model.containers import ACCEPT_BIND_TO_PORT_LABEL
+from emulator.model.containers import ACCEPT_BIND_TO_PORT_LABEL, MULTI_MODELS_LABEL
 from emulator.model.resources import (
     ContainerDefinition,
     Endpoint,
@@ -45,6 +45,11 @@ class Deployments(ServiceBase):
             return await self._plan_containers(endpoint_name, variant, model)
         container = model.primary_container
         image = await self._resolve(container.image)
+        if model.multi_model:  # models are fetched on demand (hosting/multi_model), not here
+            config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
+            if config.labels.get(MULTI_MODELS_LABEL) != "true":
+                raise DeploymentFailed(messages.missing_multi_models_label(container.image))
+            return VariantPlan(endpoint_name, variant, model, image, None)
         model_dir = await self._model_dir(endpoint_name, variant, container)
         return VariantPlan(endpoint_name, variant, model, image, model_dir)
 

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 import aiohttp
 from multidict import CIMultiDict
+from yarl import URL
 
 from emulator.errors import EndpointNotFound, ModelFault, ModelUnreachable, ValidationFailed
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet import pipeline
 from emulator.hosting.fleet.invoker import ContainerReply
 from emulator.hosting.fleet.variants import VariantFleet
+from emulator.hosting.multi_model.host import TARGET_MODEL_HEADER
 from emulator.model import messages
 
 
@@ -40,6 +42,7 @@ class Invocations(ServiceBase):
         headers: CIMultiDict[str],
         target_variant: str | None,
         target_container: str | None = None,
+        target_model: str | None = None,
     ) -> Invocation:
         fleet = self._fleets.get(endpoint_name)
         if fleet is None:
@@ -50,8 +53,12 @@ class Invocations(ServiceBase):
         if variant is None:
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
         _check_target(endpoint_name, variant, target_container)
+        _check_target_model(endpoint_name, variant, target_model)
         try:
-            reply = await self._call(endpoint_name, variant, body, headers, target_container)
+            if target_model is not None:
+                reply = await self._call_model(endpoint_name, variant, body, headers, target_model)
+            else:
+                reply = await self._call(endpoint_name, variant, body, headers, target_container)
         except ModelFault as fault:
             fault.variant_name = variant.variant.variant_name
             raise
@@ -100,6 +107,46 @@ class Invocations(ServiceBase):
                 instance.outstanding -= 1
             return reply
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _call_model(
+        self, endpoint_name: str, variant: VariantFleet, body: bytes, headers: CIMultiDict[str], target: str
+    ) -> ContainerReply:
+        """A multi-model call: an instance that has the model loaded (else the variant's pick), the
+        model made ready there (downloaded and loaded on first use), then its invoke route."""
+        context = self._fault_contexts[endpoint_name]
+        if not variant.instances:  # [U] every instance of the variant is being replaced
+            raise context.fault(
+                ModelUnreachable, 0, messages.container_unreachable("no healthy instance is in rotation")
+            )
+        assert variant.plan is not None
+        instance = self.multi_model.choose(variant.instances, target) or variant.picker.pick(
+            variant.instances
+        )
+        instance.outstanding += 1
+        try:
+            model = await self.multi_model.ready(variant.plan, instance, target, context)
+            try:
+                forwarded = CIMultiDict(headers)
+                forwarded[TARGET_MODEL_HEADER] = target
+                url = URL(f"{instance.base_url}/models/{model.name}/invoke")
+                return await self.invoker.invoke(url, body, forwarded, context)
+            finally:
+                self.multi_model.release(variant.plan, instance, model)
+        finally:
+            instance.outstanding -= 1
+
+
+def _check_target_model(endpoint_name: str, variant: VariantFleet, target: str | None) -> None:
+    """TargetModel: required on a multi-model endpoint, refused anywhere else, a relative path."""
+    multi_model = variant.plan is not None and variant.plan.model.multi_model
+    if not multi_model:
+        if target is not None:
+            raise ValidationFailed(messages.target_model_not_multi_model(endpoint_name))
+        return
+    if target is None:
+        raise ValidationFailed(messages.target_model_required(endpoint_name))
+    if target.startswith("/") or ".." in target.split("/"):  # [U] never outside the prefix
+        raise ValidationFailed(f"TargetModel {target} must be a path relative to the model's ModelDataUrl.")
 
 
 def _check_target(endpoint_name: str, variant: VariantFleet, target: str | None) -> None:

@@ -72,6 +72,7 @@ def _container_to_json(c: ContainerDefinition) -> dict[str, Any]:
         "model_data": data,
         "hostname": c.hostname,
         "mode": c.mode,
+        "model_cache_setting": c.model_cache_setting,
     }
 
 
@@ -83,6 +84,7 @@ def _container_from_json(c: dict[str, Any]) -> ContainerDefinition:
         model_data=data,
         hostname=c["hostname"],
         mode=c["mode"],
+        model_cache_setting=c.get("model_cache_setting", "Enabled"),
     )
 
 

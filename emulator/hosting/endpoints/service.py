@@ -35,6 +35,7 @@ from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.deployer import Deployer
 from emulator.hosting.fleet.invoker import FaultContext, Invoker
 from emulator.hosting.fleet.variants import EndpointFleet, Instance
+from emulator.hosting.multi_model.host import MultiModelHost
 from emulator.model.arns import Account
 from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model
 from emulator.model.store import Registry
@@ -89,6 +90,8 @@ class HostingService(
         # Blocking work runs on the service's own bounded pools, never on the default executor.
         self.executors = Executors()
         self.deployer = Deployer(config, runtime, lambda: self.ping_session, self.executors)
+        #: multi-model instances' models (downloaded and loaded on demand)
+        self.multi_model = MultiModelHost(config, artifacts, self.executors, lambda: self.invoker.session)
         #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
         self.deletion_listeners: list[Callable[[str], None]] = []
         #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
@@ -143,6 +146,7 @@ class HostingService(
             await self.deployer.stop_instances(instances)
             self._fleets.clear()
             await self._sweep()
+        await self.multi_model.close()
         await self.invoker.close()
         if self._ping_session is not None:
             await self._ping_session.close()

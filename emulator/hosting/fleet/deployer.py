@@ -11,6 +11,7 @@ import contextlib
 import functools
 import logging
 import re
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,15 +89,31 @@ class Deployer:
             image=plan.image.image_id,
             name=_container_name(plan.endpoint_name, plan.variant.variant_name, instance_id),
             labels={**self._labels(plan, instance_id), labels.CONTAINER_PORT: str(port)},
-            environment=dict(plan.model.primary_container.environment),
+            environment=plan.environment(),
             model_dir=plan.model_dir,
+            models_dir=self.models_dir(plan, instance_id, create=True),
             container_port=port,
             gpus=self._wants_gpu(plan.variant),
             network_isolation=plan.model.enable_network_isolation,
         )
 
+    def models_dir(self, plan: VariantPlan, instance_id: str, create: bool = False) -> Path | None:
+        """A multi-model instance's host folder of models (None for any other): one per instance, as
+        each SageMaker instance downloads to its own volume; removed with the instance."""
+        if not plan.model.multi_model:
+            return None
+        path = self._config.state_dir / "multi-model" / plan.endpoint_name / instance_id
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
+        return path
+
     def _attach(self, plan: VariantPlan, instance_id: str, handle: ContainerHandle) -> Instance:
-        instance = Instance(instance_id=instance_id, variant_name=plan.variant.variant_name, handle=handle)
+        instance = Instance(
+            instance_id=instance_id,
+            variant_name=plan.variant.variant_name,
+            handle=handle,
+            models_dir=self.models_dir(plan, instance_id),
+        )
         instance.log_path = logs.stream_path(
             self._config.logs_dir, plan.endpoint_name, plan.variant.variant_name, instance_id
         )
@@ -239,6 +256,12 @@ class Deployer:
         """Start `count` more instances of a running variant and wait until each is healthy;
         on any failure (or cancellation) stop the ones started and raise."""
         instances: list[Instance] = []
+        await self._start_healthy_into(plan, count, instances)
+        return instances
+
+    async def _start_healthy_into(self, plan: VariantPlan, count: int, instances: list[Instance]) -> None:
+        """Start `count` more instances into `instances` and wait until all of `instances` (those
+        given too) are healthy; on any failure (or cancellation) stop every one of them and raise."""
         try:
             await self._start_into(plan, count, instances)
             async with asyncio.TaskGroup() as group:
@@ -249,7 +272,6 @@ class Deployer:
             if isinstance(exc, BaseExceptionGroup):
                 raise first_error(exc) from None
             raise
-        return instances
 
     async def _start_into(self, plan: VariantPlan, count: int, instances: list[Instance]) -> None:
         """Start `count` containers of the plan at once, appending each to `instances` as it starts.
@@ -282,16 +304,7 @@ class Deployer:
         """Start (or adopt: matching_instances) the variant's instances and wait until every one is
         healthy."""
         instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
-        try:
-            await self._start_into(plan, plan.variant.initial_instance_count - len(instances), instances)
-            async with asyncio.TaskGroup() as group:
-                for instance in instances:
-                    group.create_task(self.wait_healthy(plan, instance))
-        except BaseException as exc:
-            await asyncio.shield(self.stop_instances(instances))
-            if isinstance(exc, BaseExceptionGroup):
-                raise first_error(exc) from None
-            raise
+        await self._start_healthy_into(plan, plan.variant.initial_instance_count - len(instances), instances)
         return self.fleet_of(plan, instances)
 
     def fleet_of(self, plan: VariantPlan, instances: list[Instance]) -> VariantFleet:
@@ -324,6 +337,8 @@ class Deployer:
     async def _stop(self, instance: Instance, grace_s: float) -> None:
         if instance.network is None:
             await self.stop_container(instance.handle.id, grace_s, instance.log_path)
+            if instance.models_dir is not None:  # the instance's downloaded models go with it
+                await self.executors.engine(shutil.rmtree, instance.models_dir, True)
             return
         # every model container (SIGTERM, grace, SIGKILL, at once), then the network they share
         results = await asyncio.gather(

@@ -78,7 +78,17 @@ class VariantPlan:
         }
         if self.model.enable_network_isolation:  # only then: other containers keep their digests
             material["network_isolation"] = True
+        if self.model.multi_model:
+            material["multi_model"] = True
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
+
+    def environment(self) -> dict[str, str]:
+        """A single-container instance's environment: the model's, and SAGEMAKER_MULTI_MODEL=true for
+        a multi-model container (spec §5; the platform's value wins)."""
+        env = dict(self.model.primary_container.environment)
+        if self.model.multi_model:
+            env["SAGEMAKER_MULTI_MODEL"] = "true"
+        return env
 
     def _instance_digest(self) -> str:
         """One digest for every container of a multi-container instance (all of them match or none)."""

@@ -60,6 +60,8 @@ class Instance(_Reached):
     containers: tuple[InstanceContainer, ...] = ()
     #: the container whose network every container of a multi-container instance joins
     network: ContainerHandle | None = None
+    #: a multi-model instance's host folder, mounted read-only at /opt/ml/models
+    models_dir: Path | None = None
 
     @property
     def base_urls(self) -> tuple[str, ...]:

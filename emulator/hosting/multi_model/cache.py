@@ -1,0 +1,79 @@
+"""One multi-model instance's models: which are on its disk, which its container has loaded, in what
+order they were used (pure state; host.py drives the downloads and the container's model API).
+
+A model is named for the container by an opaque id (SageMaker's `model_name` is not the TargetModel
+string): a digest of the TargetModel, so that the same artifact gets the same name after a restart of
+smlocal (the container may still have it loaded: its 409 then means loaded)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def model_name(target: str) -> str:
+    """The opaque name a TargetModel is loaded under."""
+    return hashlib.sha256(target.encode()).hexdigest()[:20]
+
+
+@dataclass(eq=False)
+class CachedModel:
+    target: str
+    name: str
+    #: the host folder that holds its `model` folder (mounted at /opt/ml/models/{name})
+    folder: Path
+    #: bytes of the extracted model: what it takes on disk, and smlocal's estimate of its memory [U]
+    size: int = 0
+    on_disk: bool = False
+    loaded: bool = False
+    last_used: float = 0.0
+    #: invocations using it now (never evicted meanwhile)
+    in_use: int = 0
+    #: the download-and-load under way (one per model and instance, whoever asked first)
+    task: asyncio.Task[None] | None = None
+    #: ModelCacheSetting Disabled: the unload-and-delete under way (a new load waits for it)
+    discarding: asyncio.Task[None] | None = None
+
+
+@dataclass(eq=False)
+class InstanceModels:
+    """The models of one instance, within its memory and disk budgets (bytes)."""
+
+    root: Path
+    memory_budget: float
+    disk_budget: float
+    models: dict[str, CachedModel] = field(default_factory=dict)
+    #: how many models were unloaded to make room (507 from the container or the memory budget)
+    evictions: int = 0
+
+    def get(self, target: str) -> CachedModel:
+        found = self.models.get(target)
+        if found is None:
+            name = model_name(target)
+            found = self.models[target] = CachedModel(target, name, self.root / name)
+        return found
+
+    def loaded_bytes(self, but: CachedModel | None = None) -> int:
+        return sum(m.size for m in self.models.values() if m.loaded and m is not but)
+
+    def disk_bytes(self, but: CachedModel | None = None) -> int:
+        return sum(m.size for m in self.models.values() if m.on_disk and m is not but)
+
+    def loaded_count(self) -> int:
+        return sum(1 for m in self.models.values() if m.loaded)
+
+    def unload_candidates(self, keep: CachedModel) -> list[CachedModel]:
+        """Loaded models no invocation uses, least recently used first."""
+        found = [m for m in self.models.values() if m.loaded and not m.in_use and m is not keep]
+        return sorted(found, key=lambda m: m.last_used)
+
+    def delete_candidates(self, keep: CachedModel) -> list[CachedModel]:
+        """Models on disk that are not loaded and not being loaded, least recently used first."""
+        found = [
+            m
+            for m in self.models.values()
+            if m.on_disk and not m.loaded and m.task is None and not m.in_use and m is not keep
+        ]
+        return sorted(found, key=lambda m: m.last_used)

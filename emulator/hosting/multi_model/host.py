@@ -1,0 +1,300 @@
+"""The models of multi-model instances (spec §5): a TargetModel is downloaded to its instance's disk,
+safely extracted (the model data layer's limits), loaded with the container's `POST /models`, and
+invoked with `POST /models/{name}/invoke`; loaded models stay while the instance's memory budget holds
+them and are unloaded least recently used first when it does not, or when the container answers 507.
+
+Choices where SageMaker's behaviour is not documented [U], in one place (docs/multi-model.md):
+
+- a model's memory is estimated as its extracted size; the budget is the instance type's memory
+  (config.INSTANCE_MEMORY_GB), the disk budget its volume (VolumeSizeInGB or the type's);
+- after a 507, smlocal unloads the least recently used idle model and tries the load again, until
+  the load succeeds or nothing idle is left (then the call is a 424 ModelError with the 507);
+- a load answered 409 (already loaded: after a restart of smlocal the container may still have it)
+  counts as loaded;
+- the artifact is fetched through the model data store's content-addressed cache and linked into the
+  instance's folder (hard links: one copy of the bytes on the host, one folder per instance, as each
+  SageMaker instance has its own).
+
+Concurrent first requests for one model on one instance share one download and one load (the task on
+its CachedModel). A request waits `ServerConfig.model_load_window_s` for it; past that it answers 429
+ModelNotReadyException and the task goes on (up to MODEL_LOAD_LIMIT_S), so a retry finds the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from emulator.config import (
+    MODEL_LOAD_LIMIT_S,
+    ServerConfig,
+    instance_memory_bytes,
+    instance_volume_bytes,
+)
+from emulator.errors import (
+    ModelDataError,
+    ModelDataNotFound,
+    ModelErrorResponse,
+    ModelNotReady,
+    ModelTimeout,
+    ModelUnreachable,
+    ValidationFailed,
+)
+from emulator.hosting.executors import Executors
+from emulator.hosting.fleet.invoker import FaultContext
+from emulator.hosting.fleet.plan import VariantPlan
+from emulator.hosting.fleet.variants import Instance
+from emulator.hosting.multi_model.cache import CachedModel, InstanceModels
+from emulator.model import messages
+from emulator.model.resources import ModelDataSource
+
+log = logging.getLogger(__name__)
+
+#: The header that tells the container the TargetModel of an invocation (for its logs; spec §5).
+TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
+#: Where the container finds model `name`'s files (spec §5).
+CONTAINER_MODELS = "/opt/ml/models"
+#: A model folder's marker: written once its files are all in place (its content: their bytes).
+COMPLETE = ".smlocal-complete"
+
+
+class MultiModelHost:
+    def __init__(
+        self,
+        config: ServerConfig,
+        artifacts: Any,
+        executors: Executors,
+        session: Any,
+    ) -> None:
+        """`artifacts`: the model data store (check_exists, materialize); `session`: returns the
+        aiohttp session calls into containers use (the Invoker's)."""
+        self._config = config
+        self._artifacts = artifacts
+        self._executors = executors
+        self._session = session
+        self._instances: weakref.WeakKeyDictionary[Instance, InstanceModels] = weakref.WeakKeyDictionary()
+        self._background: set[asyncio.Task[None]] = set()
+
+    def models_of(self, plan: VariantPlan, instance: Instance) -> InstanceModels:
+        found = self._instances.get(instance)
+        if found is None:
+            assert instance.models_dir is not None, "not a multi-model instance"
+            variant = plan.variant
+            found = self._instances[instance] = InstanceModels(
+                instance.models_dir,
+                instance_memory_bytes(self._config, variant.instance_type),
+                instance_volume_bytes(self._config, variant.instance_type, variant.volume_size_gb),
+            )
+        return found
+
+    def choose(self, instances: list[Instance], target: str) -> Instance | None:
+        """An instance that has the model loaded (the least busy of them), else None."""
+        warm = [
+            i
+            for i in instances
+            if (models := self._instances.get(i)) is not None
+            and (m := models.models.get(target)) is not None
+            and m.loaded
+            and m.task is None
+        ]
+        return min(warm, key=lambda i: i.outstanding) if warm else None
+
+    async def ready(
+        self, plan: VariantPlan, instance: Instance, target: str, context: FaultContext
+    ) -> CachedModel:
+        """The model, loaded in the instance's container, held for one invocation (`release` it)."""
+        models = self.models_of(plan, instance)
+        model = models.get(target)
+        model.in_use += 1
+        if model.loaded and model.task is None:
+            model.last_used = time.monotonic()
+            return model
+        if model.task is None:
+            model.task = asyncio.get_running_loop().create_task(
+                self._fetch_and_load(plan, instance, models, model, context), name=f"load {target}"
+            )
+            model.task.add_done_callback(lambda task: _settled(model, task))
+        try:
+            await asyncio.wait_for(asyncio.shield(model.task), self._config.model_load_window_s)
+        except TimeoutError:
+            model.in_use -= 1
+            raise ModelNotReady(messages.model_not_ready(target)) from None
+        except BaseException:
+            model.in_use -= 1
+            raise
+        model.last_used = time.monotonic()
+        return model
+
+    def release(self, plan: VariantPlan, instance: Instance, model: CachedModel) -> None:
+        model.in_use -= 1
+        model.last_used = time.monotonic()
+        if (
+            plan.model.primary_container.model_cache_setting == "Disabled"
+            and not model.in_use
+            and model.task is None
+            and model.discarding is None
+        ):
+            model.loaded = model.on_disk = False  # from now on a call loads it again
+            model.discarding = task = asyncio.get_running_loop().create_task(self._discard(instance, model))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+
+    # ------------------------------------------------------------------ the work of one model
+
+    async def _fetch_and_load(
+        self,
+        plan: VariantPlan,
+        instance: Instance,
+        models: InstanceModels,
+        model: CachedModel,
+        context: FaultContext,
+    ) -> None:
+        async with asyncio.timeout(MODEL_LOAD_LIMIT_S):
+            if model.discarding is not None:  # the previous call's unload-and-delete first
+                await asyncio.shield(model.discarding)
+            if not model.on_disk:
+                await self._download(plan, models, model)
+            await self._make_room(instance, models, model)
+            await self._load(instance, models, model, context)
+
+    def _source(self, plan: VariantPlan, target: str) -> tuple[ModelDataSource, str, str]:
+        """The artifact's source, and the (bucket or folder, key) a not-found message names."""
+        data = plan.model.primary_container.model_data
+        prefix = data.uri if data is not None else ""
+        if prefix.startswith("s3://"):
+            bucket, _, key_prefix = prefix.removeprefix("s3://").partition("/")
+            if key_prefix and not key_prefix.endswith("/"):
+                key_prefix += "/"
+            return ModelDataSource(f"s3://{bucket}/{key_prefix}{target}"), bucket, key_prefix + target
+        folder = prefix.removeprefix("file://")
+        return ModelDataSource(str(Path(folder) / target)), folder, target
+
+    async def _download(self, plan: VariantPlan, models: InstanceModels, model: CachedModel) -> None:
+        present: int | None = await self._executors.engine(_complete, model.folder)
+        if present is not None:
+            model.size = present
+            model.on_disk = True  # already here (a restart of smlocal): as good as downloaded
+            return
+        source, where, key = self._source(plan, model.target)
+        try:
+            await self._executors.model_data(self._artifacts.check_exists, source)
+            extracted = await self._executors.model_data(self._artifacts.materialize, source)
+        except ModelDataNotFound:
+            raise ValidationFailed(messages.target_model_not_found(where, key)) from None
+        except ModelDataError as exc:
+            raise ValidationFailed(exc.message) from None
+        model.size = await self._executors.engine(_link_tree, extracted, model.folder)
+        model.on_disk = True
+        for victim in models.delete_candidates(model):
+            if models.disk_bytes(but=model) + model.size <= models.disk_budget:
+                break
+            await self._executors.engine(shutil.rmtree, victim.folder, True)
+            victim.on_disk = False
+
+    async def _make_room(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
+        """Unload idle models, least recently used first, until this one fits the memory budget."""
+        for victim in models.unload_candidates(model):
+            if models.loaded_bytes(but=model) + model.size <= models.memory_budget:
+                return
+            await self._unload(instance, victim)
+            models.evictions += 1
+
+    async def _load(
+        self, instance: Instance, models: InstanceModels, model: CachedModel, context: FaultContext
+    ) -> None:
+        body = {"model_name": model.name, "url": f"{CONTAINER_MODELS}/{model.name}/model"}
+        while True:
+            status, text = await self._call(instance, "POST", "/models", context, body)
+            if 200 <= status < 300 or status == 409:
+                model.loaded = True
+                log.info("%s: loaded %s as %s", instance.instance_id, model.target, model.name)
+                return
+            victims = models.unload_candidates(model) if status == 507 else []
+            if not victims:
+                raise context.fault(ModelErrorResponse, status, text or f"load answered {status}")
+            await self._unload(instance, victims[0])  # 507: make room, then try again
+            models.evictions += 1
+
+    async def _unload(self, instance: Instance, model: CachedModel) -> None:
+        model.loaded = False
+        with contextlib.suppress(Exception):  # a failed unload: the container keeps it; we do not
+            await self._call(instance, "DELETE", f"/models/{model.name}", None)
+        log.info("%s: unloaded %s", instance.instance_id, model.target)
+
+    async def _discard(self, instance: Instance, model: CachedModel) -> None:
+        """ModelCacheSetting Disabled: unload after the invocation and delete from disk (a load that
+        starts meanwhile waits for this first)."""
+        try:
+            await self._unload(instance, model)
+            await self._executors.engine(shutil.rmtree, model.folder, True)
+        finally:
+            model.discarding = None
+
+    async def _call(
+        self, instance: Instance, method: str, path: str, context: FaultContext | None, body: Any = None
+    ) -> tuple[int, str]:
+        """One call of the container's model API: its status and body text."""
+        timeout = aiohttp.ClientTimeout(total=MODEL_LOAD_LIMIT_S)
+        try:
+            async with self._session().request(
+                method, f"{instance.base_url}{path}", json=body, timeout=timeout, allow_redirects=False
+            ) as resp:
+                return resp.status, (await resp.content.read(64 * 1024)).decode("utf-8", "replace")
+        except TimeoutError:
+            if context is None:
+                raise
+            raise context.fault(ModelTimeout, 0, f"{method} {path} did not answer") from None
+        except aiohttp.ClientError as exc:
+            if context is None:
+                raise
+            raise context.fault(ModelUnreachable, 0, f"{method} {path} failed: {exc}") from exc
+
+
+def _settled(model: CachedModel, task: asyncio.Task[None]) -> None:
+    model.task = None
+    if not task.cancelled() and task.exception() is not None:
+        log.info("loading %s failed: %s", model.target, task.exception())
+
+
+def _complete(folder: Path) -> int | None:
+    """The bytes of a model folder whose files are all in place, else None."""
+    try:
+        return int((folder / COMPLETE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _link_tree(source: Path, folder: Path) -> int:
+    """Put the extracted model at `folder`/model: hard links to the cache's files (a copy where the
+    file system refuses links), in a temporary folder renamed into place; returns its bytes."""
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    total = 0
+
+    def link(src: str, dst: str) -> None:
+        nonlocal total
+        total += os.lstat(src).st_size
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, tmp / "model", symlinks=True, copy_function=link)
+    (tmp / COMPLETE).write_text(str(total))
+    tmp.rename(folder)
+    return total

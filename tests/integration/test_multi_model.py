@@ -1,0 +1,290 @@
+"""Multi-model endpoints through unchanged boto3 against real containers of the MME test image
+(tests/fixtures/images/mme) and moto's S3 server as the prefix: models loaded on demand, each answering
+as itself; concurrent first calls sharing one load; a model uploaded after InService served at once;
+507 evicting the least recently used; ModelCacheSetting Disabled; ModelNotReadyException while a slow
+load goes on, then the retry served; the label; the TargetModel errors."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from tests.fixtures.mme import mme_artifact
+from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
+
+pytestmark = pytest.mark.docker
+
+#: boto3 without retries: a 429 or an error is the test's finding, not something to hide
+NO_RETRY = Config(retries={"mode": "standard", "max_attempts": 1}, read_timeout=120)
+
+
+@pytest.fixture(scope="module")
+def smlocal(
+    tmp_path_factory: pytest.TempPathFactory, mme_image: str, s3_server: str, aws_credentials: None
+) -> Iterator[Smlocal]:
+    env = start_smlocal(
+        tmp_path_factory.mktemp("smlocal"), mme_image, s3_endpoint_url=s3_server, model_load_window_s=3.0
+    )
+    try:
+        yield env
+    finally:
+        env.server.stop()
+
+
+@pytest.fixture(scope="module")
+def rt(smlocal: Smlocal) -> Any:
+    return boto3.client("sagemaker-runtime", endpoint_url=smlocal.server.url, config=NO_RETRY, **CREDENTIALS)
+
+
+def upload(s3_client: Any, bucket: str, tmp_path: Path, key: str, answer: str) -> None:
+    artifact = mme_artifact(tmp_path / key, answer)
+    s3_client.upload_file(str(artifact), bucket, key)
+
+
+def deploy_mme(
+    env: Smlocal,
+    name: str,
+    prefix: str,
+    env_vars: dict[str, str] | None = None,
+    cache: str | None = None,
+    image: str | None = None,
+) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "Image": image or env.image,
+        "Mode": "MultiModel",
+        "ModelDataUrl": prefix,
+        "Environment": env_vars or {},
+    }
+    if cache:
+        container["MultiModelConfig"] = {"ModelCacheSetting": cache}
+    env.sm.create_model(ModelName=name, PrimaryContainer=container)
+    env.sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
+    env.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    return env.wait(name)
+
+
+def call(rt: Any, endpoint: str, target: str, body: bytes = b"q") -> str:
+    got = rt.invoke_endpoint(EndpointName=endpoint, Body=body, ContentType="text/plain", TargetModel=target)
+    text: str = got["Body"].read().decode()
+    return text
+
+
+def parts(answer: str) -> dict[str, str]:
+    """The test image's answer `{body}|{answer}|target={t}|loads={n}` as a dict."""
+    body, model, target, loads = answer.split("|")
+    return {"body": body, "answer": model, "target": target.removeprefix("target="), "loads": loads[6:]}
+
+
+def test_models_load_on_demand_and_answer_as_themselves(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    for name in ("a", "b", "c"):
+        upload(s3_client, s3_bucket, tmp_path, f"models/{name}.tar.gz", f"model-{name}")
+    described = deploy_mme(smlocal, "mme", f"s3://{s3_bucket}/models/")
+    assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+    model = smlocal.sm.describe_model(ModelName="mme")["PrimaryContainer"]
+    assert model["Mode"] == "MultiModel" and model["MultiModelConfig"] == {"ModelCacheSetting": "Enabled"}
+    try:
+        for name in ("a", "b", "c", "a", "b"):
+            got = parts(call(rt, "mme", f"{name}.tar.gz", name.encode()))
+            assert got == {"body": name, "answer": f"model-{name}", "target": f"{name}.tar.gz", "loads": "1"}
+
+        # 20 concurrent first calls of a new model (uploaded after InService): one download, one load
+        upload(s3_client, s3_bucket, tmp_path, "models/late/d.tar.gz", "model-d")
+        with concurrent.futures.ThreadPoolExecutor(20) as pool:
+            answers = list(pool.map(lambda _: parts(call(rt, "mme", "late/d.tar.gz")), range(20)))
+        assert {a["answer"] for a in answers} == {"model-d"} and {a["loads"] for a in answers} == {"1"}
+
+        # TargetModel errors: missing on an MME, an artifact that is not there, outside the prefix
+        cases = [
+            ({}, "Endpoint mme is a multi-model endpoint: specify the TargetModel to invoke."),
+            (
+                {"TargetModel": "nope.tar.gz"},
+                f"Failed to download model data (bucket: {s3_bucket}, key: models/nope.tar.gz). Please "
+                "ensure that there is an object located at the URL and that the role passed to CreateModel "
+                "has permissions to download the model.",
+            ),
+            (
+                {"TargetModel": "../a.tar.gz"},
+                "TargetModel ../a.tar.gz must be a path relative to the model's ModelDataUrl.",
+            ),
+        ]
+        for extra, message in cases:
+            with pytest.raises(ClientError) as caught:
+                rt.invoke_endpoint(EndpointName="mme", Body=b"x", **extra)
+            assert error_of(caught.value) == ("ValidationError", 400, message)
+        assert parts(call(rt, "mme", "a.tar.gz"))["loads"] == "1"  # still served, still loaded once
+    finally:
+        smlocal.cleanup("mme")
+
+
+def test_target_model_on_another_endpoint_kind_is_refused(smlocal: Smlocal, rt: Any, echo_image: str) -> None:
+    smlocal.deploy("single", image=echo_image)
+    try:
+        with pytest.raises(ClientError) as caught:
+            rt.invoke_endpoint(EndpointName="single", Body=b"x", TargetModel="a.tar.gz")
+        assert error_of(caught.value) == (
+            "ValidationError",
+            400,
+            "TargetModel is only allowed for multi-model endpoints; endpoint single is not one.",
+        )
+    finally:
+        smlocal.cleanup("single")
+
+
+def test_a_507_evicts_the_least_recently_used(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    for name in ("a", "b", "c"):
+        upload(s3_client, s3_bucket, tmp_path, f"few/{name}.tar.gz", f"model-{name}")
+    described = deploy_mme(smlocal, "mme-507", f"s3://{s3_bucket}/few/", {"MAX_LOADED": "2"})
+    assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+    try:
+        assert parts(call(rt, "mme-507", "a.tar.gz"))["loads"] == "1"
+        assert parts(call(rt, "mme-507", "b.tar.gz"))["loads"] == "1"
+        assert parts(call(rt, "mme-507", "a.tar.gz"))["loads"] == "1"  # a is now the more recent
+        # c's load gets 507 (two loaded): b, the least recently used, is unloaded and c loaded
+        assert parts(call(rt, "mme-507", "c.tar.gz"))["answer"] == "model-c"
+        assert parts(call(rt, "mme-507", "a.tar.gz"))["loads"] == "1"  # a stayed loaded
+        # b comes back: a 507 again; c (used before a's last call) is the least recently used and goes
+        assert parts(call(rt, "mme-507", "b.tar.gz")) == {
+            "body": "q",
+            "answer": "model-b",
+            "target": "b.tar.gz",
+            "loads": "2",
+        }
+        assert parts(call(rt, "mme-507", "a.tar.gz"))["loads"] == "1"  # a was never unloaded
+        assert parts(call(rt, "mme-507", "c.tar.gz"))["loads"] == "2"  # c was, and came back
+    finally:
+        smlocal.cleanup("mme-507")
+
+
+def test_cache_disabled_loads_for_every_call(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    upload(s3_client, s3_bucket, tmp_path, "off/a.tar.gz", "model-a")
+    described = deploy_mme(smlocal, "mme-off", f"s3://{s3_bucket}/off/", cache="Disabled")
+    assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+    assert smlocal.sm.describe_model(ModelName="mme-off")["PrimaryContainer"]["MultiModelConfig"] == {
+        "ModelCacheSetting": "Disabled"
+    }
+    try:
+        loads = [parts(call(rt, "mme-off", "a.tar.gz"))["loads"] for _ in range(3)]
+        assert loads == ["1", "2", "3"]  # unloaded (and deleted) after each call, loaded for the next
+    finally:
+        smlocal.cleanup("mme-off")
+
+
+def test_a_slow_load_is_model_not_ready_then_served(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    upload(s3_client, s3_bucket, tmp_path, "slow/a.tar.gz", "model-a")
+    described = deploy_mme(smlocal, "mme-slow", f"s3://{s3_bucket}/slow/", {"LOAD_SLEEP_S": "5"})
+    assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+    try:
+        with pytest.raises(ClientError) as caught:  # the window is 3 s here; the load takes 5
+            call(rt, "mme-slow", "a.tar.gz")
+        code, status, message = error_of(caught.value)
+        assert (code, status) == ("ModelNotReadyException", 429)
+        assert message.startswith("Model a.tar.gz is not ready yet")
+        retrying = boto3.client(  # boto3's own retries ride out the load
+            "sagemaker-runtime",
+            endpoint_url=smlocal.server.url,
+            config=Config(retries={"mode": "standard", "max_attempts": 5}),
+            **CREDENTIALS,
+        )
+        got = retrying.invoke_endpoint(EndpointName="mme-slow", Body=b"q", TargetModel="a.tar.gz")
+        assert parts(got["Body"].read().decode())["loads"] == "1"  # the first call's load, not a second
+    finally:
+        smlocal.cleanup("mme-slow")
+
+
+def test_an_image_without_the_label_fails_the_endpoint(
+    smlocal: Smlocal, echo_image: str, s3_bucket: str
+) -> None:
+    described = deploy_mme(smlocal, "mme-nolabel", f"s3://{s3_bucket}/none/", image=echo_image)
+    try:
+        assert described["EndpointStatus"] == "Failed"
+        assert described["FailureReason"] == (
+            f"Your Ecr Image {echo_image} does not contain required "
+            "com.amazonaws.sagemaker.capabilities.multi-models=true Docker label(s)."
+        )
+    finally:
+        smlocal.cleanup("mme-nolabel")
+
+
+def test_a_restart_of_smlocal_keeps_serving(
+    tmp_path: Path, mme_image: str, s3_server: str, s3_client: Any, s3_bucket: str, aws_credentials: None
+) -> None:
+    """The container is adopted with its models still loaded: the new server's load of `a` gets 409
+    (loaded: no second load), `b` is loaded on demand, and the instance's folder is reused."""
+    for name in ("a", "b"):
+        upload(s3_client, s3_bucket, tmp_path, f"kept/{name}.tar.gz", f"model-{name}")
+    state = tmp_path / "state"
+    first = start_smlocal(state, mme_image, s3_endpoint_url=s3_server, stop_containers=False)
+    try:
+        assert deploy_mme(first, "mme-kept", f"s3://{s3_bucket}/kept/")["EndpointStatus"] == "InService"
+        assert parts(call(first.rt, "mme-kept", "a.tar.gz"))["loads"] == "1"
+    finally:
+        first.server.stop()  # the container stays, with `a` loaded
+    again = start_smlocal(state, mme_image, s3_endpoint_url=s3_server)
+    try:
+        assert again.wait("mme-kept")["EndpointStatus"] == "InService"
+        assert parts(call(again.rt, "mme-kept", "a.tar.gz")) == {
+            "body": "q",
+            "answer": "model-a",
+            "target": "a.tar.gz",
+            "loads": "1",
+        }
+        assert parts(call(again.rt, "mme-kept", "b.tar.gz"))["answer"] == "model-b"
+        again.cleanup("mme-kept")
+        assert not (state / "multi-model" / "mme-kept").exists() or not any(
+            (state / "multi-model" / "mme-kept").iterdir()
+        )  # the instance's models went with it
+    finally:
+        again.server.stop()
+
+
+def test_smlocal_deploy_multi_model_and_invoke_target_model(
+    smlocal: Smlocal, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    upload(s3_client, s3_bucket, tmp_path, "cli/a.tar.gz", "model-a")
+    env = {**os.environ, "SMLOCAL_ENDPOINT_URL": smlocal.server.url}
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "emulator.cli", *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    deployed = cli("deploy", smlocal.image, "--multi-model", f"s3://{s3_bucket}/cli/", "--name", "mme-cli")
+    try:
+        assert deployed.returncode == 0, deployed.stderr
+        invoked = cli("invoke", "mme-cli", "--body", "hi", "--target-model", "a.tar.gz")
+        assert invoked.returncode == 0, invoked.stderr
+        assert invoked.stdout.strip() == "hi|model-a|target=a.tar.gz|loads=1"
+    finally:
+        smlocal.cleanup("mme-cli")
