@@ -21,16 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from emulator.config import ArchiveLimits
+from emulator.model.containers import MULTI_MODELS_LABEL
 from emulator.model.resources import ModelDataSource
 from emulator.model_data.extract import extract_archive
 from emulator.model_data.limits import ArchiveRejected
 from emulator.model_data.sources import locate
-from emulator.runtime.base import ImageConfig
+from emulator.runtime.base import MODELS_DIR_IN_CONTAINER, ImageConfig
 
-#: The label SageMaker requires of an image behind a multi-model endpoint.
-MULTI_MODELS_LABEL = "com.amazonaws.sagemaker.capabilities.multi-models"
 #: Where the container finds its models (mounted read-only).
-MODELS_ROOT = "/opt/ml/models"
+MODELS_ROOT = MODELS_DIR_IN_CONTAINER
 #: How many artifacts of the prefix the checks use.
 MAX_ARTIFACTS = 2
 ARTIFACT_SUFFIX = ".tar.gz"

@@ -5,7 +5,6 @@ starts them: `docker run IMAGE serve`, Environment, /opt/ml/model read-only, por
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import logging
 import re
@@ -345,10 +344,8 @@ class Target:
             model_dir_writable=model_dir_writable,
             container_port=container_port or self.config.container_port,
             extra_ports=extra_ports,
+            models_dir=models_dir,
         )
-        if models_dir is not None:  # set only when given (ContainerSpec.models_dir: the /opt/ml/models mount)
-            mounts: dict[str, Any] = {"models_dir": models_dir}
-            spec = dataclasses.replace(spec, **mounts)
         try:
             container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
             self._containers.append(container)

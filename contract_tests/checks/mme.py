@@ -24,7 +24,6 @@ import httpx
 
 from contract_tests.multi_model import (
     MODELS_ROOT,
-    MULTI_MODELS_LABEL,
     MmeArtifacts,
     MmeDataProblem,
     MmeModel,
@@ -35,6 +34,8 @@ from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import MODEL_DATA_CHECK, CheckContext, RunningContainer, Startup, Target
 from emulator.errors import EngineError
+from emulator.model.containers import MULTI_MODELS_LABEL
+from emulator.model.messages import missing_multi_models_label
 
 TARGET_HEADER = "X-Amzn-SageMaker-Target-Model"
 #: The environment SageMaker gives a multi-model container.
@@ -112,9 +113,11 @@ def _require_label(ctx: CheckContext) -> None:
     if value != "true":
         if value is not None:
             ctx.warn(f"the label {MULTI_MODELS_LABEL} is {value!r}, not 'true' (smlocal counts only 'true')")
+        refusal = missing_multi_models_label(ctx.config.image)
         raise CheckSkipped(
             f"the image has no label {MULTI_MODELS_LABEL}=true, so it cannot serve a multi-model endpoint: "
-            f"SageMaker refuses it for a model with Mode=MultiModel (single-model endpoints need no label). "
+            f'SageMaker fails a multi-model endpoint of it with "{refusal}" (single-model endpoints need no '
+            f"label). "
             f"To serve many models, implement the multi-model container API and add "
             f"`LABEL {MULTI_MODELS_LABEL}=true`; the mme.* checks then verify it."
         )

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contract_tests.multi_model import MODELS_ROOT, MULTI_MODELS_LABEL, MmeDataProblem
+from contract_tests.multi_model import MODELS_ROOT, MmeDataProblem
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import MODEL_DATA_CHECK, CheckContext, ModelDataProblem
+from emulator.model.containers import MULTI_MODELS_LABEL
 
 MODEL_DATA_FIX = (
     "Package the model as a gzipped tar with the files at its root (tar -czf model.tar.gz -C model_dir .), "

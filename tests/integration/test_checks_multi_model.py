@@ -17,11 +17,12 @@ import httpx
 import pytest
 
 from contract_tests.checks import mme
-from contract_tests.multi_model import MULTI_MODELS_LABEL
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_check, run_checks
 from contract_tests.target import CheckConfig, Target
+from emulator.model.containers import MULTI_MODELS_LABEL
+from emulator.model.messages import missing_multi_models_label
 from emulator.process_owner import check_labels
 from emulator.runtime import labels
 from tests.fixtures.mme import mme_artifact
@@ -147,6 +148,7 @@ def test_an_image_without_the_label_skips_every_check_with_a_note(echo_image: st
         assert result.outcome is Outcome.SKIPPED, result.message
         assert result.message.startswith(f"the image has no label {MULTI_MODELS_LABEL}=true, so it cannot")
         assert f"add `LABEL {MULTI_MODELS_LABEL}=true`" in result.message
+        assert f'"{missing_multi_models_label(echo_image)}"' in result.message
     assert ours == []  # judged from the image's labels alone
 
 
