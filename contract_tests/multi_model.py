@@ -117,7 +117,8 @@ def find_artifacts(uri: str, s3_client: Any) -> list[tuple[str, str]]:
 def prepare(
     uri: str, root: Path, s3_client_factory: Any, limits: ArchiveLimits | None = None
 ) -> MmeArtifacts:
-    """Fetch and extract the first MAX_ARTIFACTS artifacts under `uri` into root/{model_name}/model."""
+    """Fetch and extract the first MAX_ARTIFACTS artifacts under `uri` into root/{model_name}/model
+    (`root`: a folder of this run's own, made afresh; removed again if anything fails)."""
     client = s3_client_factory() if uri.startswith("s3://") else None
     found = find_artifacts(uri, client)
     if not found:
@@ -128,7 +129,17 @@ def prepare(
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    os.chmod(root, 0o755)
+    os.chmod(root, 0o755)  # the mount's own folder: readable by a server that does not run as root
+    try:
+        return MmeArtifacts(root, _extract_all(uri, root, client, found, limits), len(found))
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+def _extract_all(
+    uri: str, root: Path, client: Any, found: list[tuple[str, str]], limits: ArchiveLimits | None
+) -> tuple[MmeModel, ...]:
     models = []
     for relative, where in found[:MAX_ARTIFACTS]:
         name = model_name(relative)
@@ -159,7 +170,7 @@ def prepare(
             if download is not None:
                 download.unlink(missing_ok=True)
         models.append(MmeModel(name, relative, dest))
-    return MmeArtifacts(root, tuple(models), len(found))
+    return tuple(models)
 
 
 def layout_copy(artifacts: MmeArtifacts, model: MmeModel, copy: int) -> MmeModel:

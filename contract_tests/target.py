@@ -9,6 +9,7 @@ import functools
 import logging
 import re
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -277,7 +278,8 @@ class Target:
         if not self.config.model_data:
             return None
         try:
-            return prepare(self.config.model_data, self.config.cache_dir / "mme-models", _s3_client)
+            root = self.config.cache_dir / f"mme-models-{self._run_id}"  # this run's: removed by close()
+            return prepare(self.config.model_data, root, _s3_client)
         except MmeDataProblem as exc:
             return exc
 
@@ -419,6 +421,9 @@ class Target:
         for container in self._containers:
             self.runtime.remove(container.handle.id)
         self._containers.clear()
+        prepared = self.__dict__.get("mme_artifacts")  # the cached_property, if it ran
+        if isinstance(prepared, MmeArtifacts):
+            shutil.rmtree(prepared.root, ignore_errors=True)
 
 
 def _s3_client() -> Any:

@@ -100,6 +100,7 @@ def test_the_good_image_passes_every_check_serving_each_model_as_itself(
         }
     finally:
         target.close()
+    assert not target.mme_artifacts.root.exists()  # the run's own folder, removed with its containers
 
 
 #: twin -> (the one check it fails, what the message must say)

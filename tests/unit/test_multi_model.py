@@ -97,8 +97,10 @@ def test_an_archive_the_safe_extraction_refuses_is_a_problem_naming_it(tmp_path:
         prepare(str(tmp_path / "prefix"), tmp_path / "models", lambda: None)
     assert "escape.txt" in caught.value.message
     assert not (tmp_path / "escape.txt").exists()
+    assert not (tmp_path / "models").exists()  # nothing of a failed preparation is left
+    (tmp_path / "empty").mkdir()
     with pytest.raises(MmeDataProblem, match="holds no \\*.tar.gz artifact"):
-        prepare(str(tmp_path / "models"), tmp_path / "m2", lambda: None)
+        prepare(str(tmp_path / "empty"), tmp_path / "m2", lambda: None)
 
 
 def test_model_data_urls_an_s3_prefix_counts() -> None:
