@@ -122,7 +122,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "2 usage error (unknown check id, image not found locally), 3 no Docker engine"
     )
     parser.add_argument("image", help="a local image (tag, id, or an ECR URI whose repository:tag is local)")
-    parser.add_argument("--model-data", metavar="URL", help="s3://, file:// or a local path to model.tar.gz")
+    parser.add_argument(
+        "--model-data",
+        metavar="URL",
+        help="s3://, file:// or a local path to model.tar.gz; for a multi-model image "
+        "(label com.amazonaws.sagemaker.capabilities.multi-models=true) an S3 prefix or a local folder "
+        "of *.tar.gz",
+    )
     parser.add_argument(
         "--profile",
         choices=("realtime", "serverless"),
@@ -209,17 +215,19 @@ def _writable(path: str | None, option: str) -> None:
         raise UsageError(f"{option} {path}: folder {Path(path).resolve().parent} does not exist")
 
 
-def _model_data_url(url: str | None) -> str | None:
-    """`url` when it can be a model data URL (s3://bucket/key, file://, a path); UsageError when it
+def _model_data_url(url: str | None, multi_model: bool = True) -> str | None:
+    """`url` when it can be a model data URL (s3://bucket/key, file://, a path; with `multi_model`, also
+    an s3:// prefix ending in '/', as for an image with the multi-models label); UsageError when it
     cannot be one at all. Whether anything is there, and whether it extracts, model-data.extracts says."""
     if url is None:
         return None
+    from contract_tests.multi_model import locate_model_data
     from emulator.errors import ValidationFailed
     from emulator.model.resources import ModelDataSource
     from emulator.model_data.sources import locate
 
     try:
-        locate(ModelDataSource(uri=url))
+        locate_model_data(url) if multi_model else locate(ModelDataSource(uri=url))
     except ValidationFailed as exc:
         raise UsageError(f"--model-data {url}: {exc.message}") from exc
     return url
@@ -334,6 +342,13 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
                 highlight=False,
             )
             return report.EXIT_USAGE
+        if config.model_data is not None and not target.multi_model:
+            try:  # a prefix is model data for a multi-model image only
+                _model_data_url(config.model_data, multi_model=False)
+            except UsageError as exc:
+                target.close()
+                err.print(f"smlocal check: {exc}", markup=False, highlight=False)
+                return report.EXIT_USAGE
     except EngineError as exc:  # no engine answers, or it fails: nothing can be checked
         err.print(f"smlocal check: {exc.message}", markup=False, highlight=False)
         return report.EXIT_NO_ENGINE

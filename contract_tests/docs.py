@@ -27,6 +27,7 @@ GROUPS = {
     "invocations": "Invocations",
     "model-dir": "The model directory",
     "model-data": "Model data",
+    "mme": "Multi-model endpoints",
     "shutdown": "Shutdown",
 }
 

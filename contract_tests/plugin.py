@@ -164,6 +164,7 @@ class ContractSession:
 
     def new_target(self) -> Target:
         """A Target for the image, its image and model data resolved; stops the session if it can't."""
+        from contract_tests.multi_model import locate_model_data
         from contract_tests.target import Target
         from emulator.errors import EngineError, ImageNotFound, ValidationFailed
         from emulator.model.resources import ModelDataSource
@@ -172,8 +173,10 @@ class ContractSession:
         target = Target(self.check_config())
         try:
             if target.config.model_data is not None:  # no model data URL at all: a usage error; data
-                locate(ModelDataSource(uri=target.config.model_data))  # that fails: model-data.extracts
+                locate_model_data(target.config.model_data)  # that fails: model-data.extracts
             target.image  # noqa: B018 - resolve the image now: a missing one stops the run
+            if target.config.model_data is not None and not target.multi_model:
+                locate(ModelDataSource(uri=target.config.model_data))  # a prefix: multi-model images only
         except ImageNotFound:
             pytest.exit(
                 f"smlocal: image {self.image} not found locally; build or pull it first",

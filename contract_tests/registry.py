@@ -74,6 +74,7 @@ CHECK_MODULES = (
     "contract_tests.checks.media",
     "contract_tests.checks.keepalive",
     "contract_tests.checks.model_dir",
+    "contract_tests.checks.mme",
     "contract_tests.checks.shutdown",
 )
 

@@ -9,6 +9,7 @@ import functools
 import logging
 import re
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from contract_tests.multi_model import MmeArtifacts, MmeDataProblem, is_multi_model, prepare
 from contract_tests.result import CheckSkipped
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
@@ -266,11 +268,28 @@ class Target:
         return list(self.runtime.image_paths(self.config.image))
 
     @functools.cached_property
+    def multi_model(self) -> bool:
+        """The image carries the multi-models label: --model-data is then a multi-model prefix."""
+        return is_multi_model(self.image)
+
+    @functools.cached_property
+    def mme_artifacts(self) -> MmeArtifacts | MmeDataProblem | None:
+        """A multi-model image's artifacts, extracted for /opt/ml/models (None: no --model-data)."""
+        if not self.config.model_data:
+            return None
+        try:
+            root = self.config.cache_dir / f"mme-models-{self._run_id}"  # this run's: removed by close()
+            return prepare(self.config.model_data, root, _s3_client)
+        except MmeDataProblem as exc:
+            return exc
+
+    @functools.cached_property
     def model_data(self) -> Path | ModelDataProblem:
         """The model data fetched and extracted as the emulator does (CreateModel's existence check,
         then the endpoint's download and extraction), an empty folder when there is none, or why it
-        cannot be used. Evaluated once (the model-data check reports it)."""
-        if not self.config.model_data:
+        cannot be used. Evaluated once (the model-data check reports it). A multi-model image's
+        --model-data is its prefix (mme_artifacts): its /opt/ml/model is empty."""
+        if not self.config.model_data or self.multi_model:
             empty = self.config.cache_dir / "empty-model"
             empty.mkdir(parents=True, exist_ok=True)
             return empty
@@ -305,10 +324,12 @@ class Target:
         model_dir_writable: bool = False,
         container_port: int | None = None,
         extra_ports: tuple[int, ...] = (),
+        models_dir: Path | None = None,
     ) -> RunningContainer:
         """A new container of the image, as SageMaker starts one; removed by close(). Only the
         model-dir.read-only probe mounts a model dir (its own copy) writable. `container_port` (default:
-        the configured one) is the handle's; `extra_ports` are published too (RunningContainer.url_of)."""
+        the configured one) is the handle's; `extra_ports` are published too (RunningContainer.url_of).
+        `models_dir`: a multi-model container's host folder, mounted read-only at /opt/ml/models."""
         if not self._swept:  # containers of runs killed before they could clean up (a CI timeout)
             self._swept = True
             try:
@@ -325,6 +346,7 @@ class Target:
             model_dir_writable=model_dir_writable,
             container_port=container_port or self.config.container_port,
             extra_ports=extra_ports,
+            models_dir=models_dir,
         )
         try:
             container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
@@ -399,6 +421,9 @@ class Target:
         for container in self._containers:
             self.runtime.remove(container.handle.id)
         self._containers.clear()
+        prepared = self.__dict__.get("mme_artifacts")  # the cached_property, if it ran
+        if isinstance(prepared, MmeArtifacts):
+            shutil.rmtree(prepared.root, ignore_errors=True)
 
 
 def _s3_client() -> Any:

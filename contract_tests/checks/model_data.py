@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contract_tests.multi_model import MODELS_ROOT, MmeDataProblem
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import MODEL_DATA_CHECK, CheckContext, ModelDataProblem
+from emulator.model.containers import MULTI_MODELS_LABEL
 
 MODEL_DATA_FIX = (
     "Package the model as a gzipped tar with the files at its root (tar -czf model.tar.gz -C model_dir .), "
@@ -48,8 +50,10 @@ def extracts(ctx: CheckContext) -> str:
             "no --model-data given: the container gets an empty /opt/ml/model, as SageMaker mounts one "
             "for a model without ModelDataUrl"
         )
-    got = ctx.target.model_data
     ctx.evidence["model_data"] = uri
+    if ctx.target.multi_model:
+        return _multi_model(ctx, uri)
+    got = ctx.target.model_data
     if isinstance(got, ModelDataProblem):
         ctx.evidence.update(stage=got.stage, sagemaker_message=got.message, detail=got.detail)
         if got.stage == "CreateModel":
@@ -64,3 +68,24 @@ def extracts(ctx: CheckContext) -> str:
     files, size = _tree_size(got)
     ctx.evidence.update(model_dir=str(got), files=files, bytes=size)
     return f"{uri} extracted: {files} file(s), {size} bytes, mounted read-only at /opt/ml/model"
+
+
+def _multi_model(ctx: CheckContext, uri: str) -> str:
+    """A multi-model image's --model-data: a prefix (or folder) of artifacts, each extracted on its own."""
+    got = ctx.target.mme_artifacts
+    if isinstance(got, MmeDataProblem):
+        raise CheckFailed(
+            f"the image carries {MULTI_MODELS_LABEL}=true, so --model-data is its multi-model prefix, but "
+            f"{got.message}. The mme.* checks that load a model are skipped."
+        )
+    assert got is not None
+    ctx.evidence.update(found=got.found, used=[m.target_model for m in got.models])
+    sizes = [_tree_size(m.host_dir) for m in got.models]
+    shown = ", ".join(
+        f"{m.target_model} ({n} file(s), {b} bytes)" for m, (n, b) in zip(got.models, sizes, strict=True)
+    )
+    return (
+        f"{uri} holds {got.found} artifact(s) (a multi-model prefix: the image carries "
+        f"{MULTI_MODELS_LABEL}=true); "
+        f"extracted {shown} under {MODELS_ROOT}/{{model_name}}/model, read-only; /opt/ml/model is empty"
+    )
