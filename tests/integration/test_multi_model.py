@@ -22,6 +22,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from emulator.hosting.multi_model.cache import model_name
 from tests.fixtures.mme import mme_artifact
 from tests.fixtures.scaling import TIME_SCALE
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
@@ -357,3 +358,53 @@ def test_multi_model_metrics(
         assert f"sagemaker_model_cache_hit_count{{{labels}}} 4" in text.splitlines()
     finally:
         smlocal.cleanup("mme-metrics")
+
+
+def test_a_local_folder_prefix(smlocal: Smlocal, rt: Any, tmp_path: Path) -> None:
+    """smlocal's extension: ModelDataUrl a local folder of *.tar.gz (inside the allowed roots)."""
+    prefix = tmp_path / "models"
+    mme_artifact(prefix / "x.tar.gz", "model-x")
+    mme_artifact(prefix / "deep" / "y.tar.gz", "model-y")
+    assert deploy_mme(smlocal, "mme-local", str(prefix))["EndpointStatus"] == "InService"
+    try:
+        assert parts(call(rt, "mme-local", "x.tar.gz"))["answer"] == "model-x"
+        assert parts(call(rt, "mme-local", "deep/y.tar.gz"))["answer"] == "model-y"
+        with pytest.raises(ClientError) as caught:
+            call(rt, "mme-local", "z.tar.gz")
+        code, status, message = error_of(caught.value)
+        assert (code, status) == ("ValidationError", 400)
+        assert message.startswith(f"Failed to download model data (bucket: {prefix}, key: z.tar.gz).")
+    finally:
+        smlocal.cleanup("mme-local")
+
+
+def test_memory_and_disk_budgets(
+    tmp_path: Path, mme_image: str, s3_server: str, s3_client: Any, s3_bucket: str, aws_credentials: None
+) -> None:
+    """An instance whose memory holds one of these models and whose disk holds two: loading the second
+    unloads the first (no 507 needed), and the third deletes the least recently used from disk."""
+    pad = 60 << 10  # each model: ~60 KiB extracted; memory ~98 KiB, disk ~157 KiB
+    for name in ("a", "b", "c"):
+        artifact = mme_artifact(tmp_path / f"{name}.tar.gz", f"model-{name}", pad_bytes=pad)
+        s3_client.upload_file(str(artifact), s3_bucket, f"budget/{name}.tar.gz")
+    env = start_smlocal(
+        tmp_path / "state",
+        mme_image,
+        s3_endpoint_url=s3_server,
+        instance_memory_gb=(("ml.m5.large", 0.0001),),
+        instance_volume_gb=(("ml.m5.large", 0.00015),),
+    )
+    try:
+        assert deploy_mme(env, "mme-budget", f"s3://{s3_bucket}/budget/")["EndpointStatus"] == "InService"
+        (instance,) = (env.state_dir / "multi-model" / "mme-budget").iterdir()
+        on_disk = lambda: sorted(p.name for p in instance.iterdir())  # noqa: E731
+        assert parts(call(env.rt, "mme-budget", "a.tar.gz"))["loads"] == "1"
+        assert parts(call(env.rt, "mme-budget", "b.tar.gz"))["loads"] == "1"  # a unloaded to make room
+        assert on_disk() == sorted([model_name("a.tar.gz"), model_name("b.tar.gz")])  # unloaded stays on disk
+        assert parts(call(env.rt, "mme-budget", "a.tar.gz"))["loads"] == "2"  # from disk: loaded again
+        assert parts(call(env.rt, "mme-budget", "c.tar.gz"))["answer"] == "model-c"
+        # the disk holds two: b, not loaded and least recently used, was deleted for c
+        assert on_disk() == sorted([model_name("a.tar.gz"), model_name("c.tar.gz")])
+        env.cleanup("mme-budget")
+    finally:
+        env.server.stop()
