@@ -408,3 +408,53 @@ def test_memory_and_disk_budgets(
         env.cleanup("mme-budget")
     finally:
         env.server.stop()
+
+
+def test_target_tracking_scales_a_multi_model_variant_out(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    """InvocationsPerInstance drives a multi-model variant as any other: under load it scales out,
+    and every call is served meanwhile (the new instance loads models on demand)."""
+    upload(s3_client, s3_bucket, tmp_path, "scaled/a.tar.gz", "model-a")
+    assert deploy_mme(smlocal, "mme-scaled", f"s3://{s3_bucket}/scaled/")["EndpointStatus"] == "InService"
+    aas = boto3.client(
+        "application-autoscaling", endpoint_url=smlocal.server.url, config=NO_RETRY, **CREDENTIALS
+    )
+    target = {
+        "ServiceNamespace": "sagemaker",
+        "ResourceId": "endpoint/mme-scaled/variant/AllTraffic",
+        "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+    }
+    try:
+        aas.register_scalable_target(**target, MinCapacity=1, MaxCapacity=2)
+        aas.put_scaling_policy(
+            PolicyName="per-instance",
+            **target,
+            PolicyType="TargetTrackingScaling",
+            TargetTrackingScalingPolicyConfiguration={
+                "TargetValue": 5.0,
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"
+                },
+                "ScaleOutCooldown": 60,
+                "ScaleInCooldown": 3600,
+                "DisableScaleIn": True,
+            },
+        )
+        deadline = time.monotonic() + 60
+        served = 0
+        while True:  # ~50 calls per policy minute (a second here): 10x the target on one instance
+            assert parts(call(rt, "mme-scaled", "a.tar.gz"))["answer"] == "model-a"
+            served += 1
+            variant = smlocal.sm.describe_endpoint(EndpointName="mme-scaled")["ProductionVariants"][0]
+            if variant["CurrentInstanceCount"] == 2:
+                break
+            assert time.monotonic() < deadline, "no scale-out"
+            time.sleep(0.02)
+        assert smlocal.wait("mme-scaled")["EndpointStatus"] == "InService"
+        for _ in range(5):
+            assert parts(call(rt, "mme-scaled", "a.tar.gz"))["answer"] == "model-a"
+        assert served > 10
+    finally:
+        aas.deregister_scalable_target(**target)
+        smlocal.cleanup("mme-scaled")

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+from emulator.config import ServerConfig
 from emulator.hosting.multi_model.cache import InstanceModels, model_name
-from emulator.hosting.multi_model.host import COMPLETE, _complete, _link_tree
+from emulator.hosting.multi_model.host import (
+    BUSY_OUTSTANDING,
+    COMPLETE,
+    MultiModelHost,
+    _complete,
+    _link_tree,
+)
 
 
 def models(tmp_path: Path) -> InstanceModels:
@@ -58,3 +66,28 @@ def test_link_tree_links_the_files_and_marks_the_folder_complete(tmp_path: Path)
     assert _link_tree(extracted, folder) == 1000
     assert not (folder / "model" / "sub" / "vocab.txt").exists()
     assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]
+
+
+class _Instance:
+    """What `choose` reads of an instance: its identity and requests in flight."""
+
+    def __init__(self, outstanding: int = 0) -> None:
+        self.outstanding = outstanding
+
+
+def test_choose_prefers_a_warm_instance_until_it_is_busy(tmp_path: Path) -> None:
+    host = MultiModelHost(ServerConfig(state_dir=tmp_path), None, None, lambda: None)
+    warm: Any = _Instance()
+    cold: Any = _Instance()
+    instances: list[Any] = [cold, warm]
+    assert host.choose(instances, "a") is None  # loaded nowhere: the variant's pick
+    models = host._instances[warm] = InstanceModels("ep", "v", tmp_path, 100, 100)
+    models.get("a").loaded = True
+    assert host.choose(instances, "a") is warm
+    warm.outstanding = BUSY_OUTSTANDING - 1
+    assert host.choose(instances, "a") is warm
+    warm.outstanding = BUSY_OUTSTANDING  # busy, and the other instance is idle: load it there too
+    assert host.choose(instances, "a") is cold
+    cold.outstanding = BUSY_OUTSTANDING + 1
+    assert host.choose(instances, "a") is warm
+    assert models.get("b") and host.choose(instances, "b") is None

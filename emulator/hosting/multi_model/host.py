@@ -64,6 +64,8 @@ log = logging.getLogger(__name__)
 TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
 #: Where the container finds model `name`'s files (spec §5).
 CONTAINER_MODELS = "/opt/ml/models"
+#: In-flight requests from which an instance that has the model counts as busy (choose) [U].
+BUSY_OUTSTANDING = 4
 #: A model folder's marker: written once its files are all in place (its content: their bytes).
 COMPLETE = ".smlocal-complete"
 
@@ -111,7 +113,9 @@ class MultiModelHost:
         return found
 
     def choose(self, instances: list[Instance], target: str) -> Instance | None:
-        """An instance that has the model loaded (the least busy of them), else None."""
+        """An instance that has the model loaded (the least busy of them), else None (the variant's
+        pick). When even that one has BUSY_OUTSTANDING requests in flight and another instance has
+        fewer, the other: a hot model gets loaded on more instances, as SageMaker's are [U]."""
         warm = [
             i
             for i in instances
@@ -120,7 +124,13 @@ class MultiModelHost:
             and m.loaded
             and m.task is None
         ]
-        return min(warm, key=lambda i: i.outstanding) if warm else None
+        if not warm:
+            return None
+        best = min(warm, key=lambda i: i.outstanding)
+        if best.outstanding < BUSY_OUTSTANDING:
+            return best
+        idle = min(instances, key=lambda i: i.outstanding)
+        return idle if idle.outstanding < best.outstanding else best
 
     async def ready(
         self, plan: VariantPlan, instance: Instance, target: str, context: FaultContext
