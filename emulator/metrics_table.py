@@ -1,8 +1,9 @@
 """`smlocal metrics` as tables that stay readable in any terminal width.
 
 One table with every column when the terminal is wide enough; otherwise two (request counts, then
-latency and utilisation), periods shown as their time of day when they all fall on one date, and the
-headers wrapped between words, never inside one. Pure rendering: the CLI fetches the report.
+latency and utilisation; a third for a multi-model endpoint's model metrics), periods shown as their
+time of day when they all fall on one date, and the headers wrapped between words, never inside one.
+Pure rendering: the CLI fetches the report.
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ GPU_COLUMNS = (
     ("GPUUtilization", "Average", "GPU %"),
     ("GPUMemoryUtilization", "Average", "GPU memory %"),
 )
+#: Shown only when some period has them (a multi-model endpoint).
+MULTI_MODEL_COLUMNS = (
+    ("ModelCacheHit", "Average", "cache hit ratio"),
+    ("ModelLoadingWaitTime", "Average", "load wait us avg"),
+    ("ModelLoadingTime", "Average", "load us avg"),
+    ("LoadedModelCount", "Sum", "loaded models"),
+)
 #: A multi-container endpoint's table per container (ContainerPeriods of the report).
 CONTAINER_COLUMNS = (
     ("Invocations", "Sum", "invocations"),
@@ -51,7 +59,7 @@ def _number(value: Any, metric: str) -> str:
     """Latencies in whole microseconds; counts and percentages with up to two decimals."""
     if value is None:
         return ""
-    if metric.endswith("Latency"):
+    if metric.endswith(("Latency", "Time")):
         return f"{value:,.0f}"
     return f"{value:,.2f}".rstrip("0").rstrip(".")
 
@@ -124,14 +132,20 @@ def metric_tables(report: Mapping[str, Any], endpoint: str, width: int) -> list[
     latency: tuple[Column, ...] = LATENCY_COLUMNS
     if any(name in p["Metrics"] for p in report["Periods"] for name, _, _ in GPU_COLUMNS):
         latency = (*LATENCY_COLUMNS, *GPU_COLUMNS)
-    whole = _table(report, endpoint, (*COUNT_COLUMNS, *latency), "", stacked=False)
+    models: tuple[Column, ...] = ()
+    if any(name in p["Metrics"] for p in report["Periods"] for name, _, _ in MULTI_MODEL_COLUMNS):
+        models = MULTI_MODEL_COLUMNS
+    whole = _table(report, endpoint, (*COUNT_COLUMNS, *latency, *models), "", stacked=False)
     measuring = Console(width=10_000)
     if measuring.measure(whole).maximum <= width:
         return [whole]
-    return [
+    tables = [
         _table(report, endpoint, COUNT_COLUMNS, "requests in ", stacked=True),
         _table(report, endpoint, latency, "latency and use in ", stacked=True),
     ]
+    if models:
+        tables.append(_table(report, endpoint, models, "models in ", stacked=True))
+    return tables
 
 
 def print_metrics(report: Mapping[str, Any], endpoint: str, console: Console | None = None) -> None:

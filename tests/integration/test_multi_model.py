@@ -123,6 +123,11 @@ def test_models_load_on_demand_and_answer_as_themselves(
         with concurrent.futures.ThreadPoolExecutor(20) as pool:
             answers = list(pool.map(lambda _: parts(call(rt, "mme", "late/d.tar.gz")), range(20)))
         assert {a["answer"] for a in answers} == {"model-d"} and {a["loads"] for a in answers} == {"1"}
+        report = httpx.get(f"{smlocal.server.url}/_smlocal/endpoints/mme/metrics", timeout=10).json()
+        downloads = sum(
+            p["Metrics"].get("ModelDownloadingTime", {}).get("SampleCount", 0) for p in report["Periods"]
+        )
+        assert downloads == 4  # a, b, c and d: once each, the 20 concurrent first calls of d included
 
         # TargetModel errors: missing on an MME, an artifact that is not there, outside the prefix
         cases = [

@@ -89,3 +89,8 @@ def test_multi_model_makes_a_multi_model_primary_container() -> None:
 def test_invoke_takes_a_target_model() -> None:
     args = build_parser().parse_args(["invoke", "ep", "--target-model", "a.tar.gz"])
     assert args.target_model == "a.tar.gz"
+
+
+def test_serve_takes_a_model_load_window() -> None:
+    assert build_parser().parse_args(["serve"]).model_load_window == 60.0
+    assert build_parser().parse_args(["serve", "--model-load-window", "2.5"]).model_load_window == 2.5

@@ -461,3 +461,17 @@ def test_metrics_table_shows_disk_and_gpu_only_when_measured(width: int) -> None
     gpu = {**base, "GPUUtilization": {"Average": 137.5}, "GPUMemoryUtilization": {"Average": 61.5}}
     text = _table_text(gpu, width)
     assert "GPU" in text and "137.5" in text and "61.5" in text
+
+
+@pytest.mark.parametrize("width", [80, 250])
+def test_metrics_table_shows_multi_model_columns_only_when_measured(width: int) -> None:
+    base = {"Invocations": {"Sum": 4.0}}
+    assert "cache" not in _table_text(base, width)
+    mme = {
+        **base,
+        "ModelCacheHit": {"Average": 0.75},
+        "ModelLoadingTime": {"Average": 1234.5},
+        "LoadedModelCount": {"Sum": 3.0},
+    }
+    text = _table_text(mme, width)
+    assert "cache" in text and "0.75" in text and "1,234" in text and "loaded" in text
