@@ -105,6 +105,7 @@ def _sampler(
         volume_bytes=volume_bytes,
         gpus=gpus.find_reader(),
         gpu_access=rt.gpu_access,
+        loaded_models=service.multi_model.loaded_counts,
     )
     return Sampler(metrics, instances, stats, counts, config.metrics_period_real_s, probes=probes)
 
@@ -156,6 +157,7 @@ def build_app(
         await service.start()
         metrics.instance_count = functools.partial(_instance_count, service)
         hooks.sampler = _sampler(metrics, service, rt, config)
+        service.multi_model.record = metrics.record_model_metric
         hooks.sampler.start()
         scaler = app[SCALER] = AutoScaler(config, service, metrics)
         scaler.start()

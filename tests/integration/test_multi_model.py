@@ -10,16 +10,21 @@ import concurrent.futures
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from emulator.hosting.multi_model.cache import model_name
 from tests.fixtures.mme import mme_artifact
+from tests.fixtures.scaling import TIME_SCALE
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
 
 pytestmark = pytest.mark.docker
@@ -33,7 +38,11 @@ def smlocal(
     tmp_path_factory: pytest.TempPathFactory, mme_image: str, s3_server: str, aws_credentials: None
 ) -> Iterator[Smlocal]:
     env = start_smlocal(
-        tmp_path_factory.mktemp("smlocal"), mme_image, s3_endpoint_url=s3_server, model_load_window_s=3.0
+        tmp_path_factory.mktemp("smlocal"),
+        mme_image,
+        s3_endpoint_url=s3_server,
+        model_load_window_s=3.0,
+        time_scale=TIME_SCALE,  # metric periods of a second (the sampler's LoadedModelCount too)
     )
     try:
         yield env
@@ -288,3 +297,114 @@ def test_smlocal_deploy_multi_model_and_invoke_target_model(
         assert invoked.stdout.strip() == "hi|model-a|target=a.tar.gz|loads=1"
     finally:
         smlocal.cleanup("mme-cli")
+
+
+def test_multi_model_metrics(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    """SageMaker's MME metrics through boto3's cloudwatch client and /metrics: hits and misses,
+    download, load, wait and unload times, the loaded model count."""
+    for name in ("a", "b"):
+        upload(s3_client, s3_bucket, tmp_path, f"metered/{name}.tar.gz", f"model-{name}")
+    since = datetime.now(UTC) - timedelta(seconds=2)
+    described = deploy_mme(smlocal, "mme-metrics", f"s3://{s3_bucket}/metered/", {"MAX_LOADED": "1"})
+    assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+    cw = boto3.client("cloudwatch", endpoint_url=smlocal.server.url, config=NO_RETRY, **CREDENTIALS)
+    dims = [{"Name": "EndpointName", "Value": "mme-metrics"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+
+    def totals(namespace: str, name: str) -> tuple[float, float]:
+        points = cw.get_metric_statistics(
+            Namespace=namespace,
+            MetricName=name,
+            Dimensions=dims,
+            StartTime=since,
+            EndTime=datetime.now(UTC) + timedelta(seconds=5),
+            Period=3600,
+            Statistics=["Sum", "SampleCount"],
+        )["Datapoints"]
+        return sum(p["SampleCount"] for p in points), sum(p["Sum"] for p in points)
+
+    try:
+        for target in ("a", "a", "a", "b"):  # a: miss, hit, hit; b: miss, 507 -> a unloaded
+            call(rt, "mme-metrics", f"{target}.tar.gz")
+        assert totals("AWS/SageMaker", "ModelCacheHit") == (4, 2)  # Average: a hit ratio of 0.5
+        for name in ("ModelDownloadingTime", "ModelLoadingTime", "ModelLoadingWaitTime"):
+            count, total = totals("AWS/SageMaker", name)
+            assert count == 2 and total > 0, name
+        count, total = totals("AWS/SageMaker", "ModelUnloadingTime")
+        assert count == 1 and total > 0
+
+        deadline = time.monotonic() + 30
+        while totals("/aws/sagemaker/Endpoints", "LoadedModelCount")[0] == 0:
+            assert time.monotonic() < deadline, "no LoadedModelCount sample"
+            time.sleep(0.25)
+        points = cw.get_metric_statistics(
+            Namespace="/aws/sagemaker/Endpoints",
+            MetricName="LoadedModelCount",
+            Dimensions=dims,
+            StartTime=datetime.now(UTC) - timedelta(seconds=30),
+            EndTime=datetime.now(UTC) + timedelta(seconds=5),
+            Period=60,
+            Statistics=["Maximum"],
+        )["Datapoints"]
+        assert points and max(p["Maximum"] for p in points) == 1  # one instance, one model (b) loaded
+        listed = cw.list_metrics(
+            Namespace="AWS/SageMaker", Dimensions=[{"Name": "EndpointName", "Value": "mme-metrics"}]
+        )
+        assert {"ModelCacheHit", "ModelLoadingTime"} <= {m["MetricName"] for m in listed["Metrics"]}
+        text = httpx.get(f"{smlocal.server.url}/metrics", timeout=10).text
+        labels = 'endpoint_name="mme-metrics",variant_name="AllTraffic"'
+        assert f"sagemaker_model_cache_hit_sum{{{labels}}} 2" in text.splitlines()
+        assert f"sagemaker_model_cache_hit_count{{{labels}}} 4" in text.splitlines()
+    finally:
+        smlocal.cleanup("mme-metrics")
+
+
+def test_a_local_folder_prefix(smlocal: Smlocal, rt: Any, tmp_path: Path) -> None:
+    """smlocal's extension: ModelDataUrl a local folder of *.tar.gz (inside the allowed roots)."""
+    prefix = tmp_path / "models"
+    mme_artifact(prefix / "x.tar.gz", "model-x")
+    mme_artifact(prefix / "deep" / "y.tar.gz", "model-y")
+    assert deploy_mme(smlocal, "mme-local", str(prefix))["EndpointStatus"] == "InService"
+    try:
+        assert parts(call(rt, "mme-local", "x.tar.gz"))["answer"] == "model-x"
+        assert parts(call(rt, "mme-local", "deep/y.tar.gz"))["answer"] == "model-y"
+        with pytest.raises(ClientError) as caught:
+            call(rt, "mme-local", "z.tar.gz")
+        code, status, message = error_of(caught.value)
+        assert (code, status) == ("ValidationError", 400)
+        assert message.startswith(f"Failed to download model data (bucket: {prefix}, key: z.tar.gz).")
+    finally:
+        smlocal.cleanup("mme-local")
+
+
+def test_memory_and_disk_budgets(
+    tmp_path: Path, mme_image: str, s3_server: str, s3_client: Any, s3_bucket: str, aws_credentials: None
+) -> None:
+    """An instance whose memory holds one of these models and whose disk holds two: loading the second
+    unloads the first (no 507 needed), and the third deletes the least recently used from disk."""
+    pad = 60 << 10  # each model: ~60 KiB extracted; memory ~98 KiB, disk ~157 KiB
+    for name in ("a", "b", "c"):
+        artifact = mme_artifact(tmp_path / f"{name}.tar.gz", f"model-{name}", pad_bytes=pad)
+        s3_client.upload_file(str(artifact), s3_bucket, f"budget/{name}.tar.gz")
+    env = start_smlocal(
+        tmp_path / "state",
+        mme_image,
+        s3_endpoint_url=s3_server,
+        instance_memory_gb=(("ml.m5.large", 0.0001),),
+        instance_volume_gb=(("ml.m5.large", 0.00015),),
+    )
+    try:
+        assert deploy_mme(env, "mme-budget", f"s3://{s3_bucket}/budget/")["EndpointStatus"] == "InService"
+        (instance,) = (env.state_dir / "multi-model" / "mme-budget").iterdir()
+        on_disk = lambda: sorted(p.name for p in instance.iterdir())  # noqa: E731
+        assert parts(call(env.rt, "mme-budget", "a.tar.gz"))["loads"] == "1"
+        assert parts(call(env.rt, "mme-budget", "b.tar.gz"))["loads"] == "1"  # a unloaded to make room
+        assert on_disk() == sorted([model_name("a.tar.gz"), model_name("b.tar.gz")])  # unloaded stays on disk
+        assert parts(call(env.rt, "mme-budget", "a.tar.gz"))["loads"] == "2"  # from disk: loaded again
+        assert parts(call(env.rt, "mme-budget", "c.tar.gz"))["answer"] == "model-c"
+        # the disk holds two: b, not loaded and least recently used, was deleted for c
+        assert on_disk() == sorted([model_name("a.tar.gz"), model_name("c.tar.gz")])
+        env.cleanup("mme-budget")
+    finally:
+        env.server.stop()

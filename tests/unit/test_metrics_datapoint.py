@@ -196,10 +196,12 @@ SAGEMAKER = "AWS/SageMaker"
 PUBLISHED = (
     "/aws/sagemaker/Endpoints/CPUUtilization, /aws/sagemaker/Endpoints/DiskUtilization, "
     "/aws/sagemaker/Endpoints/GPUMemoryUtilization, /aws/sagemaker/Endpoints/GPUUtilization, "
-    "/aws/sagemaker/Endpoints/MemoryUtilization, "
+    "/aws/sagemaker/Endpoints/LoadedModelCount, /aws/sagemaker/Endpoints/MemoryUtilization, "
     "AWS/SageMaker/ContainerLatency, AWS/SageMaker/Invocation4XXErrors, AWS/SageMaker/Invocation5XXErrors, "
     "AWS/SageMaker/InvocationModelErrors, AWS/SageMaker/Invocations, "
-    "AWS/SageMaker/InvocationsPerInstance, AWS/SageMaker/ModelLatency, AWS/SageMaker/OverheadLatency"
+    "AWS/SageMaker/InvocationsPerInstance, AWS/SageMaker/ModelCacheHit, AWS/SageMaker/ModelDownloadingTime, "
+    "AWS/SageMaker/ModelLatency, AWS/SageMaker/ModelLoadingTime, AWS/SageMaker/ModelLoadingWaitTime, "
+    "AWS/SageMaker/ModelUnloadingTime, AWS/SageMaker/OverheadLatency"
 )
 
 

@@ -128,7 +128,9 @@ class Invocations(ServiceBase):
             try:
                 forwarded = CIMultiDict(headers)
                 forwarded[TARGET_MODEL_HEADER] = target
-                url = URL(f"{instance.base_url}/models/{model.name}/invoke")
+                url = model.invoke_url
+                if url is None:
+                    url = model.invoke_url = URL(f"{instance.base_url}/models/{model.name}/invoke")
                 return await self.invoker.invoke(url, body, forwarded, context)
             finally:
                 self.multi_model.release(variant.plan, instance, model)

@@ -93,6 +93,38 @@ METRICS: tuple[MetricInfo, ...] = (
         "sagemaker_gpu_memory_utilization_percent",
         "gauge",
     ),
+    # multi-model endpoints (spec §5): per variant, no per-model metrics
+    MetricInfo(
+        "ModelLoadingWaitTime",
+        INVOCATION_NAMESPACE,
+        "Microseconds",
+        "sagemaker_model_loading_wait_time_microseconds",
+        "summary",
+    ),
+    MetricInfo(
+        "ModelUnloadingTime",
+        INVOCATION_NAMESPACE,
+        "Microseconds",
+        "sagemaker_model_unloading_time_microseconds",
+        "summary",
+    ),
+    MetricInfo(
+        "ModelDownloadingTime",
+        INVOCATION_NAMESPACE,
+        "Microseconds",
+        "sagemaker_model_downloading_time_microseconds",
+        "summary",
+    ),
+    MetricInfo(
+        "ModelLoadingTime",
+        INVOCATION_NAMESPACE,
+        "Microseconds",
+        "sagemaker_model_loading_time_microseconds",
+        "summary",
+    ),
+    MetricInfo("ModelCacheHit", INVOCATION_NAMESPACE, "None", "sagemaker_model_cache_hit", "summary"),
+    # the Prometheus view: a summary of the instances' samples, as the other multi-model metrics
+    MetricInfo("LoadedModelCount", INSTANCE_NAMESPACE, "None", "sagemaker_loaded_model_count", "summary"),
 )
 #: The catalogue by metric name.
 METRICS_BY_NAME = {m.name: m for m in METRICS}
@@ -118,6 +150,19 @@ UTILIZATION_METRICS: dict[str, str] = {
     "GPUMemoryUtilization": "gpu_memory",
 }
 
+
+#: A multi-model endpoint's metrics: metric name -> the attribute that holds its statistic set on a
+#: Period (series.py). Times are recorded per download, load, unload and waiting invocation;
+#: ModelCacheHit 1 or 0 per invocation (Average: the hit ratio); LoadedModelCount one sample per
+#: instance per period (Sum: over the instances).
+MULTI_MODEL_METRICS: dict[str, str] = {
+    "ModelLoadingWaitTime": "model_loading_wait",
+    "ModelUnloadingTime": "model_unloading",
+    "ModelDownloadingTime": "model_downloading",
+    "ModelLoadingTime": "model_loading",
+    "ModelCacheHit": "cache_hit",
+    "LoadedModelCount": "loaded_models",
+}
 
 #: The metrics of one container of a multi-container endpoint (dimension ContainerName added).
 CONTAINER_METRICS = frozenset(

@@ -8,7 +8,12 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from emulator.hosting.monitoring.catalogue import METRICS_BY_NAME, UTILIZATION_METRICS, MetricInfo
+from emulator.hosting.monitoring.catalogue import (
+    METRICS_BY_NAME,
+    MULTI_MODEL_METRICS,
+    UTILIZATION_METRICS,
+    MetricInfo,
+)
 from emulator.hosting.monitoring.series import Period, Stat, VariantSeries
 
 
@@ -101,6 +106,16 @@ def prometheus(series: Iterable[VariantSeries], containers: Iterable[VariantSeri
     for name, attr in UTILIZATION_METRICS.items():
         gauge_rows = [(s, "", v) for s in all_series if (v := getattr(s, f"{attr}_last")) is not None]
         family(METRICS_BY_NAME[name], f"SageMaker {name}, last sample, mean over instances.", gauge_rows)
+    for name in MULTI_MODEL_METRICS:
+        info = METRICS_BY_NAME[name]
+        mme_rows: list[tuple[VariantSeries, str, float]] = []
+        for s in all_series:
+            if name in s.sampled_counts:
+                mme_rows.append((s, "_sum", s.sampled_sums[name]))
+                mme_rows.append((s, "_count", s.sampled_counts[name]))
+        family(
+            info, f"SageMaker {name} (multi-model endpoints): sum and count of the values recorded.", mme_rows
+        )
     out.append("# HELP sagemaker_variant_instances Instances of the variant.")
     out.append("# TYPE sagemaker_variant_instances gauge")
     for s in all_series:
@@ -209,7 +224,7 @@ def _period_metrics(endpoint: str, variant: str, p: Period) -> dict[str, dict[st
         out[name] = stats
     out["ModelLatency"] = p.model_latency.statistics()
     out["OverheadLatency"] = p.overhead_latency.statistics()
-    for name, attr in UTILIZATION_METRICS.items():
+    for name, attr in (*UTILIZATION_METRICS.items(), *MULTI_MODEL_METRICS.items()):
         stat: Stat = getattr(p, attr)
         if stat.count:
             out[name] = stat.statistics()

@@ -55,6 +55,8 @@ class InstanceProbes:
     gpu_access: Callable[[str], bool] | None = None
     disk_every: int = 1
     model_sizes: ModelDataSizes = field(default_factory=ModelDataSizes)
+    #: (endpoint, variant, models loaded) of each multi-model instance: LoadedModelCount
+    loaded_models: Callable[[], Iterable[tuple[str, str, int]]] | None = None
 
 
 class Sampler:
@@ -136,6 +138,9 @@ class Sampler:
             asyncio.to_thread(self._gpu, refs),
         )
         self._record_cpu_memory(results[0])
+        if probes.loaded_models is not None:
+            for endpoint, variant, count in probes.loaded_models():
+                self._metrics.record_model_metric(endpoint, variant, "LoadedModelCount", float(count))
         for (endpoint, variant), disk in results[1] or ():
             self._metrics.record_utilization(endpoint, variant, None, None, disk=disk)
         for (endpoint, variant), (gpu, gpu_memory) in results[2]:

@@ -59,6 +59,12 @@ class Period:
         "disk",
         "gpu",
         "gpu_memory",
+        "model_loading_wait",
+        "model_unloading",
+        "model_downloading",
+        "model_loading",
+        "cache_hit",
+        "loaded_models",
     )
 
     def __init__(self, index: int) -> None:
@@ -75,6 +81,13 @@ class Period:
         self.disk = Stat()
         self.gpu = Stat()
         self.gpu_memory = Stat()
+        # multi-model endpoints (catalogue.MULTI_MODEL_METRICS)
+        self.model_loading_wait = Stat()
+        self.model_unloading = Stat()
+        self.model_downloading = Stat()
+        self.model_loading = Stat()
+        self.cache_hit = Stat()
+        self.loaded_models = Stat()
 
 
 class VariantSeries:
@@ -101,6 +114,8 @@ class VariantSeries:
         "disk_last",
         "gpu_last",
         "gpu_memory_last",
+        "sampled_sums",
+        "sampled_counts",
     )
 
     def __init__(
@@ -124,6 +139,10 @@ class VariantSeries:
         self.disk_last: float | None = None
         self.gpu_last: float | None = None
         self.gpu_memory_last: float | None = None
+        #: running sum and count of each multi-model metric (the Prometheus summaries), and
+        #: LoadedModelCount's last sample per instance under "LoadedModelCount/{instance}"
+        self.sampled_sums: dict[str, float] = {}
+        self.sampled_counts: dict[str, int] = {}
 
     def period(self, index: int) -> Period:
         current = self.current

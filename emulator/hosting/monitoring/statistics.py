@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from emulator.hosting.monitoring.catalogue import COUNT_METRICS, UTILIZATION_METRICS
+from emulator.hosting.monitoring.catalogue import COUNT_METRICS, MULTI_MODEL_METRICS, UTILIZATION_METRICS
 from emulator.hosting.monitoring.series import Period, Stat
 
 
@@ -80,6 +80,8 @@ def statistic_set(name: str, p: Period) -> StatisticSet | None:
         stat = p.overhead_latency
     elif name in UTILIZATION_METRICS:
         stat = getattr(p, UTILIZATION_METRICS[name])
+    elif name in MULTI_MODEL_METRICS:
+        stat = getattr(p, MULTI_MODEL_METRICS[name])
     else:
         return None
     if not stat.count:

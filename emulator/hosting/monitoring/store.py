@@ -19,7 +19,14 @@ from collections.abc import Callable
 from typing import Any
 
 from emulator.hosting.monitoring import exposition
-from emulator.hosting.monitoring.catalogue import COUNT_METRICS, METRICS, METRICS_BY_NAME, SeriesKey, applies
+from emulator.hosting.monitoring.catalogue import (
+    COUNT_METRICS,
+    METRICS,
+    METRICS_BY_NAME,
+    MULTI_MODEL_METRICS,
+    SeriesKey,
+    applies,
+)
 from emulator.hosting.monitoring.series import Period, Stat, VariantSeries
 from emulator.hosting.monitoring.statistics import ZERO_SET, StatisticSet, merge_sets, statistic_set
 
@@ -180,6 +187,19 @@ class Metrics:
                 stat: Stat = getattr(p, attr)
                 stat.add(value)
                 setattr(series, f"{attr}_last", value)
+
+    def record_model_metric(self, endpoint: str, variant: str, name: str, value: float) -> None:
+        """One value of a multi-model metric (catalogue.MULTI_MODEL_METRICS): a time in seconds
+        (recorded in microseconds), a cache hit (1) or miss (0), an instance's loaded model count."""
+        attr = MULTI_MODEL_METRICS[name]
+        if METRICS_BY_NAME[name].unit == "Microseconds":
+            value *= 1e6
+        index = int(self._clock() // self.period_s)
+        series = self._get(endpoint, variant, index)
+        stat: Stat = getattr(series.period(index), attr)
+        stat.add(value)
+        series.sampled_sums[name] = series.sampled_sums.get(name, 0.0) + value
+        series.sampled_counts[name] = series.sampled_counts.get(name, 0) + 1
 
     async def after_each_period(self, evaluate: Callable[[], None], what: str) -> None:
         """Call `evaluate` just after each period closes, as CloudWatch evaluates complete

@@ -12,6 +12,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yarl import URL
+
 
 def model_name(target: str) -> str:
     """The opaque name a TargetModel is loaded under."""
@@ -35,12 +37,16 @@ class CachedModel:
     task: asyncio.Task[None] | None = None
     #: ModelCacheSetting Disabled: the unload-and-delete under way (a new load waits for it)
     discarding: asyncio.Task[None] | None = None
+    #: the container's invoke URL for it (built once: yarl's parsing costs per request otherwise)
+    invoke_url: URL | None = None
 
 
 @dataclass(eq=False)
 class InstanceModels:
     """The models of one instance, within its memory and disk budgets (bytes)."""
 
+    endpoint: str
+    variant: str
     root: Path
     memory_budget: float
     disk_budget: float

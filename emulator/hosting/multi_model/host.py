@@ -29,6 +29,7 @@ import os
 import shutil
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,17 @@ class MultiModelHost:
         self._session = session
         self._instances: weakref.WeakKeyDictionary[Instance, InstanceModels] = weakref.WeakKeyDictionary()
         self._background: set[asyncio.Task[None]] = set()
+        #: Where the multi-model metrics go: (endpoint, variant, metric, value; times in seconds).
+        #: Set by app.py to the metric store's `record_model_metric`; None: not recorded.
+        self.record: Callable[[str, str, str, float], None] | None = None
+
+    def _metric(self, models: InstanceModels, name: str, value: float) -> None:
+        if self.record is not None:
+            self.record(models.endpoint, models.variant, name, value)
+
+    def loaded_counts(self) -> list[tuple[str, str, int]]:
+        """(endpoint, variant, models loaded) of every multi-model instance (LoadedModelCount)."""
+        return [(m.endpoint, m.variant, m.loaded_count()) for m in list(self._instances.values())]
 
     def models_of(self, plan: VariantPlan, instance: Instance) -> InstanceModels:
         found = self._instances.get(instance)
@@ -90,6 +102,8 @@ class MultiModelHost:
             assert instance.models_dir is not None, "not a multi-model instance"
             variant = plan.variant
             found = self._instances[instance] = InstanceModels(
+                plan.endpoint_name,
+                variant.variant_name,
                 instance.models_dir,
                 instance_memory_bytes(self._config, variant.instance_type),
                 instance_volume_bytes(self._config, variant.instance_type, variant.volume_size_gb),
@@ -117,7 +131,10 @@ class MultiModelHost:
         model.in_use += 1
         if model.loaded and model.task is None:
             model.last_used = time.monotonic()
+            self._metric(models, "ModelCacheHit", 1.0)
             return model
+        self._metric(models, "ModelCacheHit", 0.0)
+        waiting = time.perf_counter()
         if model.task is None:
             model.task = asyncio.get_running_loop().create_task(
                 self._fetch_and_load(plan, instance, models, model, context), name=f"load {target}"
@@ -127,10 +144,12 @@ class MultiModelHost:
             await asyncio.wait_for(asyncio.shield(model.task), self._config.model_load_window_s)
         except TimeoutError:
             model.in_use -= 1
+            self._metric(models, "ModelLoadingWaitTime", time.perf_counter() - waiting)
             raise ModelNotReady(messages.model_not_ready(target)) from None
         except BaseException:
             model.in_use -= 1
             raise
+        self._metric(models, "ModelLoadingWaitTime", time.perf_counter() - waiting)
         model.last_used = time.monotonic()
         return model
 
@@ -144,7 +163,10 @@ class MultiModelHost:
             and model.discarding is None
         ):
             model.loaded = model.on_disk = False  # from now on a call loads it again
-            model.discarding = task = asyncio.get_running_loop().create_task(self._discard(instance, model))
+            models = self.models_of(plan, instance)
+            model.discarding = task = asyncio.get_running_loop().create_task(
+                self._discard(instance, models, model)
+            )
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
@@ -190,6 +212,7 @@ class MultiModelHost:
             model.on_disk = True  # already here (a restart of smlocal): as good as downloaded
             return
         source, where, key = self._source(plan, model.target)
+        started = time.perf_counter()
         try:
             await self._executors.model_data(self._artifacts.check_exists, source)
             extracted = await self._executors.model_data(self._artifacts.materialize, source)
@@ -199,6 +222,7 @@ class MultiModelHost:
             raise ValidationFailed(exc.message) from None
         model.size = await self._executors.engine(_link_tree, extracted, model.folder)
         model.on_disk = True
+        self._metric(models, "ModelDownloadingTime", time.perf_counter() - started)
         for victim in models.delete_candidates(model):
             if models.disk_bytes(but=model) + model.size <= models.disk_budget:
                 break
@@ -210,7 +234,7 @@ class MultiModelHost:
         for victim in models.unload_candidates(model):
             if models.loaded_bytes(but=model) + model.size <= models.memory_budget:
                 return
-            await self._unload(instance, victim)
+            await self._unload(instance, models, victim)
             models.evictions += 1
 
     async def _load(
@@ -218,28 +242,33 @@ class MultiModelHost:
     ) -> None:
         body = {"model_name": model.name, "url": f"{CONTAINER_MODELS}/{model.name}/model"}
         while True:
+            started = time.perf_counter()
             status, text = await self._call(instance, "POST", "/models", context, body)
             if 200 <= status < 300 or status == 409:
+                if status != 409:  # a 409 loaded nothing now
+                    self._metric(models, "ModelLoadingTime", time.perf_counter() - started)
                 model.loaded = True
                 log.info("%s: loaded %s as %s", instance.instance_id, model.target, model.name)
                 return
             victims = models.unload_candidates(model) if status == 507 else []
             if not victims:
                 raise context.fault(ModelErrorResponse, status, text or f"load answered {status}")
-            await self._unload(instance, victims[0])  # 507: make room, then try again
+            await self._unload(instance, models, victims[0])  # 507: make room, then try again
             models.evictions += 1
 
-    async def _unload(self, instance: Instance, model: CachedModel) -> None:
+    async def _unload(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
         model.loaded = False
+        started = time.perf_counter()
         with contextlib.suppress(Exception):  # a failed unload: the container keeps it; we do not
             await self._call(instance, "DELETE", f"/models/{model.name}", None)
+            self._metric(models, "ModelUnloadingTime", time.perf_counter() - started)
         log.info("%s: unloaded %s", instance.instance_id, model.target)
 
-    async def _discard(self, instance: Instance, model: CachedModel) -> None:
+    async def _discard(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
         """ModelCacheSetting Disabled: unload after the invocation and delete from disk (a load that
         starts meanwhile waits for this first)."""
         try:
-            await self._unload(instance, model)
+            await self._unload(instance, models, model)
             await self._executors.engine(shutil.rmtree, model.folder, True)
         finally:
             model.discarding = None
