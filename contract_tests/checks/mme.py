@@ -210,12 +210,21 @@ def get(ctx: CheckContext, container: RunningContainer, name: str) -> Reply:
     return call(ctx, container, "GET", f"/models/{name}")
 
 
+def _entry(reply: Reply) -> dict[str, Any] | None:
+    """The model entry of a GET /models/{name} answer: its JSON object, or the one object of a JSON list
+    (TorchServe's describe answers a list of versions; mme.load warns about it)."""
+    body = reply.json()
+    if isinstance(body, list) and len(body) == 1:
+        body = body[0]
+    return body if isinstance(body, dict) else None
+
+
 def _entry_problem(reply: Reply, model: MmeModel) -> str | None:
     """Why a GET /models/{name} reply does not show `model` loaded (None: it does)."""
     if reply.status != 200:
         return reply.describe()
-    entry = reply.json()
-    if not isinstance(entry, dict) or entry.get("modelName") != model.name:
+    entry = _entry(reply)
+    if entry is None or entry.get("modelName") != model.name:
         return f'{reply.describe()} (expected a JSON object with "modelName": "{model.name}")'
     return None
 
@@ -418,7 +427,12 @@ def load_models(ctx: CheckContext) -> str:
                 f"but then {problem}: the model is not loaded. Answer the load only once the model is "
                 f'loaded, and GET /models/{{name}} with {{"modelName": name, "modelUrl": url}}.'
             )
-        entry = got.json()
+        if isinstance(got.json(), list):
+            ctx.warn(
+                f"GET /models/{model.name} answers a JSON list holding the model's entry; SageMaker's "
+                f'contract says an object {{"modelName": ..., "modelUrl": ...}}'
+            )
+        entry = _entry(got) or {}
         if entry.get("modelUrl") != model.url:
             ctx.warn(f"GET /models/{model.name} says modelUrl {entry.get('modelUrl')!r}, not {model.url!r}")
         run.loaded[model.name] = model

@@ -260,3 +260,15 @@ def test_the_pytest_plugin_takes_the_s3_prefix_too(
     assert run.returncode == 0, run.stdout + run.stderr
     for check_id in MME_IDS:
         assert f"smlocal-contract::{check_id} PASSED" in run.stdout
+
+
+def test_a_describe_answering_a_one_entry_list_passes_with_a_warning(
+    mme_twin_image: Callable[[str], str], prefix: Path, tmp_path: Path
+) -> None:
+    results = run_all(mme_twin_image("mme.load.describe-list"), tmp_path, str(prefix))
+    assert {i: r.outcome for i, r in results.items()} == dict.fromkeys(MME_IDS, Outcome.PASSED)
+    name = results["mme.load"].evidence["load a.tar.gz"]["model_name"]
+    assert results["mme.load"].warnings[0] == (
+        f"GET /models/{name} answers a JSON list holding the model's entry; SageMaker's contract says an "
+        'object {"modelName": ..., "modelUrl": ...}'
+    )

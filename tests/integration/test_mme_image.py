@@ -178,3 +178,19 @@ def test_slow_loads_of_different_models_run_in_parallel(
             "m2": (200, {"status": "Model m2 loaded"}),
         }
         assert time.monotonic() - started < 3.5  # two 2 s loads side by side, not one after the other
+
+
+def test_sigterm_lets_a_load_in_flight_finish(
+    docker_engine: docker.DockerClient, mme_image: str, models_dir: Path
+) -> None:
+    with mme_container(docker_engine, mme_image, models_dir, LOAD_SLEEP_S="1") as (container, port):
+        results: list[tuple[int, Any]] = []
+        loading = threading.Thread(target=lambda: results.append(load(port, "m1")))
+        loading.start()
+        deadline = time.monotonic() + 5
+        while b"mme: loading m1 " not in container.logs() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        container.kill(signal="SIGTERM")
+        loading.join()
+        assert results == [(200, {"status": "Model m1 loaded"})]
+        assert exit_code(container, timeout_s=10) == 0
