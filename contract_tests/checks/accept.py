@@ -8,7 +8,6 @@ that handles one connection at a time cannot answer a second connection's GET /p
 from __future__ import annotations
 
 import http.client
-import select
 import socket
 import time
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 from contract_tests.checks.calls import container_note, slow, timed_out
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
+from contract_tests.sockets import readable
 from contract_tests.target import CheckContext, RunningContainer
 
 #: How many times accept.concurrent measures before it fails (a loaded machine can stall one).
@@ -124,8 +124,7 @@ def _measure(ctx: CheckContext, container: RunningContainer, wait_s: float) -> M
         except (OSError, http.client.HTTPException) as exc:
             m.ping_error = f"the connection failed ({type(exc).__name__}: {exc or 'no detail'})"
         # Was the invocation really in flight? Anything readable on it now is an early answer or a close.
-        readable, _, _ = select.select([held], [], [], 0)
-        m.answered_early = bool(readable)
+        m.answered_early = readable(held, 0)
         try:
             held.sendall(rest)
             took = slow(ctx)

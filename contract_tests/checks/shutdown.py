@@ -9,7 +9,6 @@ and does not judge a request that one invocation's time keeps from ending inside
 from __future__ import annotations
 
 import http.client
-import select
 import socket
 import time
 from urllib.parse import urlsplit
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 from contract_tests.checks import calls, sigterm
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
+from contract_tests.sockets import readable
 from contract_tests.target import CheckContext, RunningContainer
 
 SHUTDOWN_FIX = (
@@ -244,8 +244,7 @@ def in_flight(ctx: CheckContext) -> str:
         # The request stays in flight for `hold` seconds after SIGTERM (a request with that much work
         # left, far inside the grace period) before the rest of its body is sent; a server that drops
         # it closes the connection meanwhile, which ends the wait early.
-        readable, _, _ = select.select([sock], [], [], hold)
-        if readable:
+        if readable(sock, hold):
             ctx.evidence["server_sent_or_closed_after_s"] = round(time.monotonic() - signalled, 3)
         answer, seen = _finish_request(sock, rest, signalled + grace, grace)
         answered_s = time.monotonic() - signalled
@@ -299,8 +298,7 @@ def _await_continue(sock: socket.socket, timeout_s: float) -> tuple[bool, bytes 
     """
     started = time.monotonic()
     while (left := started + timeout_s - time.monotonic()) > 0:
-        readable, _, _ = select.select([sock], [], [], left)
-        if not readable:
+        if not readable(sock, left):
             break
         peeked = sock.recv(4096, socket.MSG_PEEK)
         if not peeked:

@@ -237,6 +237,10 @@ def target_model_not_found(bucket_or_dir: str, key: str) -> str:  # [U] the infe
     )
 
 
+def target_model_outside_prefix(target: str) -> str:  # [U]
+    return f"TargetModel {target} must be a path relative to the model's ModelDataUrl."
+
+
 def model_not_ready(target: str) -> str:  # [U]
     return (
         f"Model {target} is not ready yet: it is being downloaded and loaded. Retry the request; loading "

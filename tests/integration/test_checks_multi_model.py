@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from contract_tests.checks import mme
+from contract_tests.checks import mme_calls
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_check, run_checks
@@ -78,7 +78,7 @@ def test_the_good_image_passes_every_check_serving_each_model_as_itself(
         )
         # The container of the run: started as SageMaker starts an MME container, the artifacts extracted
         # read-only at /opt/ml/models/{opaque name}/model, each model answering as itself.
-        run = mme._RUNS[target]
+        run = mme_calls._RUNS[target]
         assert run.container is not None
         inspected = docker_engine.containers.get(run.container.handle.id).attrs
         assert "SAGEMAKER_MULTI_MODEL=true" in inspected["Config"]["Env"]

@@ -134,6 +134,10 @@ class Invocations(ServiceBase):
                 return await self.invoker.invoke(url, body, forwarded, context)
             finally:
                 self.multi_model.release(variant.plan, instance, model)
+        except ModelUnreachable as exc:
+            if exc.suspect:  # the instance looks gone: out of rotation now, as for any endpoint
+                self._suspect(endpoint_name, variant, instance)
+            raise
         finally:
             instance.outstanding -= 1
 
@@ -148,7 +152,7 @@ def _check_target_model(endpoint_name: str, variant: VariantFleet, target: str |
     if target is None:
         raise ValidationFailed(messages.target_model_required(endpoint_name))
     if target.startswith("/") or ".." in target.split("/"):  # [U] never outside the prefix
-        raise ValidationFailed(f"TargetModel {target} must be a path relative to the model's ModelDataUrl.")
+        raise ValidationFailed(messages.target_model_outside_prefix(target))
 
 
 def _check_target(endpoint_name: str, variant: VariantFleet, target: str | None) -> None:

@@ -150,6 +150,8 @@ class MultiModelHost:
                 self._fetch_and_load(plan, instance, models, model, context), name=f"load {target}"
             )
             model.task.add_done_callback(lambda task: _settled(model, task))
+            self._background.add(model.task)  # cancelled by close(), like the discards
+            model.task.add_done_callback(self._background.discard)
         try:
             await asyncio.wait_for(asyncio.shield(model.task), self._config.model_load_window_s)
         except TimeoutError:
