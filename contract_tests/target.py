@@ -251,6 +251,10 @@ class Target:
     def __init__(self, config: CheckConfig, runtime: ContainerRuntime | None = None) -> None:
         self.config = config
         self.runtime: ContainerRuntime = runtime or DockerRuntime()
+        #: a runtime of its own is closed with the target (its engine connections); a given one is not
+        self._own_runtime = (
+            self.runtime if isinstance(self.runtime, DockerRuntime) and runtime is None else None
+        )
         self._containers: list[RunningContainer] = []
         self._shared: RunningContainer | None = None
         self._shared_startup: Startup | None = None
@@ -424,6 +428,8 @@ class Target:
         prepared = self.__dict__.get("mme_artifacts")  # the cached_property, if it ran
         if isinstance(prepared, MmeArtifacts):
             shutil.rmtree(prepared.root, ignore_errors=True)
+        if self._own_runtime is not None:
+            self._own_runtime.close()
 
 
 def _s3_client() -> Any:

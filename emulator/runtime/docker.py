@@ -62,6 +62,13 @@ class DockerRuntime:
                     raise EngineUnavailable(f"No Docker engine answers: {exc}. Run `smlocal setup`.") from exc
             return self._client
 
+    def close(self) -> None:
+        """Close the engine client's connections (a later call opens a new client)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
     def ping(self) -> None:
         try:
             self.client.ping()
@@ -78,22 +85,14 @@ class DockerRuntime:
         return self._has_gpu_runtime
 
     def start(self, spec: ContainerSpec) -> ContainerHandle:
-        mounts = []
-        if spec.model_dir is not None:
-            mounts.append(
-                Mount(
-                    target=MODEL_DIR_IN_CONTAINER,
-                    source=str(spec.model_dir),
-                    type="bind",
-                    read_only=not spec.model_dir_writable,
-                )
+        mounts = [
+            Mount(target=target, source=str(source), type="bind", read_only=read_only)
+            for source, target, read_only in (
+                (spec.model_dir, MODEL_DIR_IN_CONTAINER, not spec.model_dir_writable),
+                (spec.models_dir, MODELS_DIR_IN_CONTAINER, True),
             )
-        if spec.models_dir is not None:
-            mounts.append(
-                Mount(
-                    target=MODELS_DIR_IN_CONTAINER, source=str(spec.models_dir), type="bind", read_only=True
-                )
-            )
+            if source is not None
+        ]
         device_requests = None
         if spec.gpus:
             if self._gpu_available():
