@@ -150,7 +150,12 @@ def build_app(
 
     async def hosting(app: web.Application) -> AsyncIterator[None]:
         config.state_dir.mkdir(parents=True, exist_ok=True)
-        rt = runtime or DockerRuntime()
+        own: DockerRuntime | None = None  # an engine client this app makes is closed with it
+        rt: ContainerRuntime
+        if runtime is None:
+            rt = own = DockerRuntime()
+        else:
+            rt = runtime
         artifacts = ArtifactStore.for_server(config, _s3_factory(config))
         service = HostingService(config, rt, artifacts)
         app[SERVICE] = service
@@ -172,6 +177,9 @@ def build_app(
         await scaler.close()
         await hooks.sampler.close()
         await service.close(stop_containers=stop_containers_on_exit)
+        artifacts.close()
+        if own is not None:  # the engine client this app made: its connections go with it
+            own.close()
 
     app.cleanup_ctx.append(hosting)
 

@@ -75,6 +75,13 @@ class S3Fetcher:
                 self._client = self._factory()
             return self._client
 
+    def close(self) -> None:
+        """Close the S3 client's connections (a later call makes a new client)."""
+        with self._guard:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
     # -- sources ------------------------------------------------------------------------------------
 
     def archive(self, source: ModelDataSource, where: S3Location) -> Path:

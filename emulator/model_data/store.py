@@ -85,6 +85,10 @@ class ArtifactStore:
     def stats(self) -> ArtifactStats:
         return self._cache.stats
 
+    def close(self) -> None:
+        """Close the store's S3 connections (the server's shutdown)."""
+        self._s3.close()
+
     def check_exists(self, source: ModelDataSource) -> None:
         """CreateModel's synchronous check: raise ModelDataNotFound when there is nothing at the URL."""
         where = locate(source)
