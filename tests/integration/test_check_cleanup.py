@@ -17,6 +17,7 @@ import pytest
 
 from emulator.process_owner import host
 from emulator.runtime import labels
+from tests.fixtures.signals import default_sigint
 
 pytestmark = pytest.mark.docker
 
@@ -38,6 +39,7 @@ def _start(image: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
         text=True,
         cwd=cwd,
         env=_env(),
+        preexec_fn=default_sigint,  # the SIGINT test's Ctrl-C must reach it
     )
 
 

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.fixtures.signals import default_sigint
 from tests.fixtures.smlocal_server import Smlocal, start_smlocal
 
 pytestmark = pytest.mark.docker
@@ -217,6 +218,7 @@ def test_logs_follow_gets_lines_written_after_it_started_and_new_instances(smloc
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_sigint,  # its Ctrl-C below must reach it
     )
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stdout is not None
