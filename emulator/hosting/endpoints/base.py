@@ -10,8 +10,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 
@@ -30,21 +29,13 @@ from emulator.model.resources import (
     EndpointConfig,
     EndpointStatus,
     Model,
-    ModelDataSource,
     ProductionVariant,
 )
 from emulator.model.store import Registry
+from emulator.model_data.port import ModelDataStore
 from emulator.runtime.base import ContainerHandle, ContainerRuntime
 
 log = logging.getLogger(__name__)
-
-
-class ModelDataStore(Protocol):
-    def check_exists(self, source: ModelDataSource) -> None: ...
-
-    def materialize(
-        self, source: ModelDataSource, timeout_s: float | None = None, shown_timeout_s: float | None = None
-    ) -> Path: ...
 
 
 class ServiceBase:

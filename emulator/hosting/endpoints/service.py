@@ -23,7 +23,7 @@ import aiohttp
 from emulator.config import ServerConfig
 from emulator.errors import EngineError
 from emulator.hosting.endpoints import persistence
-from emulator.hosting.endpoints.base import ModelDataStore, ServiceBase
+from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.endpoints.deployments import Deployments
 from emulator.hosting.endpoints.health import InstanceHealth
 from emulator.hosting.endpoints.invoke import Invocations
@@ -39,6 +39,7 @@ from emulator.hosting.multi_model.host import MultiModelHost
 from emulator.model.arns import Account
 from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model
 from emulator.model.store import Registry
+from emulator.model_data.port import ModelDataStore
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerRuntime
 

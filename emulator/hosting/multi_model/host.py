@@ -57,6 +57,7 @@ from emulator.hosting.fleet.variants import Instance
 from emulator.hosting.multi_model.cache import CachedModel, InstanceModels
 from emulator.model import messages
 from emulator.model.resources import ModelDataSource
+from emulator.model_data.port import ModelDataStore
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +75,11 @@ class MultiModelHost:
     def __init__(
         self,
         config: ServerConfig,
-        artifacts: Any,
+        artifacts: ModelDataStore,
         executors: Executors,
-        session: Any,
+        session: Callable[[], aiohttp.ClientSession],
     ) -> None:
-        """`artifacts`: the model data store (check_exists, materialize); `session`: returns the
-        aiohttp session calls into containers use (the Invoker's)."""
+        """`session`: returns the aiohttp session calls into containers use (the Invoker's)."""
         self._config = config
         self._artifacts = artifacts
         self._executors = executors

@@ -1,0 +1,16 @@
+"""What hosting needs of the model data store (store.ArtifactStore implements it; tests may fake it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from emulator.model.resources import ModelDataSource
+
+
+class ModelDataStore(Protocol):
+    def check_exists(self, source: ModelDataSource) -> None: ...
+
+    def materialize(
+        self, source: ModelDataSource, timeout_s: float | None = None, shown_timeout_s: float | None = None
+    ) -> Path: ...
