@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.fixtures.smlocal_server",
     "tests.fixtures.twins",
     "tests.fixtures.stacks",
+    "tests.fixtures.streaming",
 ]
