@@ -307,10 +307,3 @@ def streaming_multi_model(endpoint: str) -> str:  # [U]
         f"Endpoint {endpoint} is a multi-model endpoint: InvokeEndpointWithResponseStream cannot name a "
         "TargetModel. Use InvokeEndpoint."
     )
-
-
-def stream_new_session() -> str:  # [U]
-    return (
-        "SessionId NEW_SESSION is not supported by InvokeEndpointWithResponseStream: start a session "
-        "with InvokeEndpoint, then stream with its session ID."
-    )

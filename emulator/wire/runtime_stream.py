@@ -22,7 +22,7 @@ import uuid
 from aiohttp import web
 from multidict import CIMultiDict
 
-from emulator.errors import ModelFault, ModelStreamFault, SmlocalError, ValidationFailed
+from emulator.errors import ModelFault, ModelStreamFault, SmlocalError
 from emulator.hosting.endpoints.invoke import StreamInvocation
 from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.monitoring import store as m
@@ -72,8 +72,6 @@ async def invoke_endpoint_with_response_stream(
         if access is not None:  # the action is sagemaker:InvokeEndpoint, as the API reference says
             access.invoke_endpoint(request.headers, request.query, members)
         check_unsupported(members)
-        if members.get("SessionId") == "NEW_SESSION":  # spec §2.3: only an existing session here
-            raise ValidationFailed(messages.stream_new_session())
         incoming = request.headers
         forward: CIMultiDict[str] = CIMultiDict()
         for name, to in FORWARDED:
