@@ -56,6 +56,9 @@ FORWARDED = (
     "X-Amzn-SageMaker-Session-Id",
 )
 
+#: (the client's header, the container's): the same names for InvokeEndpoint.
+_FORWARD = tuple((name, name) for name in FORWARDED)
+
 VARIANT_HEADER = "x-Amzn-Invoked-Production-Variant"
 
 
@@ -86,6 +89,35 @@ def check_unsupported(members: dict[str, Any]) -> None:
             "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy "
             "inference components. Please remove the Inference Component Name header and try again."
         )
+
+
+async def read_invocation(
+    request: web.Request,
+    svc: HostingService,
+    access: AccessCheck | None,
+    shape: Any = _INVOKE.input_shape,
+    header_members: tuple[tuple[str, str], ...] = _HEADER_MEMBERS,
+) -> dict[str, Any]:
+    """An invoke request's members (Body included): read within the cap, validated against the
+    operation's botocore shape, authorized (`--iam-policies`: IAM decides before SageMaker's own
+    checks), and SageMaker's refusals of what smlocal does not serve."""
+    members = members_of(request, header_members)
+    members["Body"] = await read_body(request, svc.config.limits.max_request_bytes)
+    validate_input(shape, members)
+    if access is not None:
+        access.invoke_endpoint(request.headers, request.query, members)
+    check_unsupported(members)
+    return members
+
+
+def forwarded(incoming: Any, names: tuple[tuple[str, str], ...]) -> CIMultiDict[str]:
+    """The headers the container gets: (client's header, container's header) pairs, when present."""
+    forward: CIMultiDict[str] = CIMultiDict()
+    for name, to in names:
+        value = incoming.get(name)
+        if value is not None:
+            forward[to] = value
+    return forward
 
 
 def outcome_of(status: int) -> int:
@@ -154,19 +186,9 @@ async def invoke_endpoint(
     started = time.perf_counter()
     request_id = str(uuid.uuid4())
     try:
-        members = members_of(request)
-        body = await read_body(request, svc.config.limits.max_request_bytes)
-        members["Body"] = body
-        validate_input(_INVOKE.input_shape, members)
-        if access is not None:  # `--iam-policies`: IAM decides before SageMaker's own checks
-            access.invoke_endpoint(request.headers, request.query, members)
-        check_unsupported(members)
-        incoming = request.headers
-        forward: CIMultiDict[str] = CIMultiDict()
-        for name in FORWARDED:
-            value = incoming.get(name)
-            if value is not None:
-                forward[name] = value
+        members = await read_invocation(request, svc, access)
+        body = members["Body"]
+        forward = forwarded(request.headers, _FORWARD)
         result = await svc.invoke(
             members["EndpointName"],
             body,

@@ -20,7 +20,6 @@ import time
 import uuid
 
 from aiohttp import web
-from multidict import CIMultiDict
 
 from emulator.errors import ModelFault, ModelStreamFault, SmlocalError
 from emulator.hosting.endpoints.invoke import StreamInvocation
@@ -30,16 +29,8 @@ from emulator.model import messages
 from emulator.wire import eventstream
 from emulator.wire.access import AccessCheck
 from emulator.wire.errors import runtime_error
-from emulator.wire.runtime_api import (
-    VARIANT_HEADER,
-    MetricHooks,
-    check_unsupported,
-    header_members,
-    members_of,
-    read_body,
-)
+from emulator.wire.runtime_api import VARIANT_HEADER, MetricHooks, forwarded, header_members, read_invocation
 from emulator.wire.service_models import SAGEMAKER_RUNTIME, operation_model
-from emulator.wire.validation import validate_input
 
 log = logging.getLogger(__name__)
 
@@ -65,22 +56,11 @@ async def invoke_endpoint_with_response_stream(
     started = time.perf_counter()
     request_id = str(uuid.uuid4())
     try:
-        members = members_of(request, _HEADER_MEMBERS)
-        body = await read_body(request, svc.config.limits.max_request_bytes)
-        members["Body"] = body
-        validate_input(_STREAM.input_shape, members)
-        if access is not None:  # the action is sagemaker:InvokeEndpoint, as the API reference says
-            access.invoke_endpoint(request.headers, request.query, members)
-        check_unsupported(members)
-        incoming = request.headers
-        forward: CIMultiDict[str] = CIMultiDict()
-        for name, to in FORWARDED:
-            value = incoming.get(name)
-            if value is not None:
-                forward[to] = value
+        members = await read_invocation(request, svc, access, _STREAM.input_shape, _HEADER_MEMBERS)
+        forward = forwarded(request.headers, FORWARDED)
         opened = await svc.invoke_stream(
             members["EndpointName"],
-            body,
+            members["Body"],
             forward,
             members.get("TargetVariant"),
             members.get("TargetContainerHostname"),

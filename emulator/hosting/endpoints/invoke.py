@@ -66,15 +66,7 @@ class Invocations(ServiceBase):
         target_container: str | None = None,
         target_model: str | None = None,
     ) -> Invocation:
-        fleet = self._fleets.get(endpoint_name)
-        if fleet is None:
-            raise EndpointNotFound(
-                messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
-            )
-        variant = fleet.choose(target_variant)
-        if variant is None:
-            raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
-        _check_target(endpoint_name, variant, target_container)
+        variant = self._variant(endpoint_name, target_variant, target_container)
         _check_target_model(endpoint_name, variant, target_model)
         try:
             if target_model is not None:
@@ -85,6 +77,21 @@ class Invocations(ServiceBase):
             fault.variant_name = variant.variant.variant_name
             raise
         return Invocation(reply, variant.variant.variant_name)
+
+    def _variant(
+        self, endpoint_name: str, target_variant: str | None, target_container: str | None
+    ) -> VariantFleet:
+        """The variant that answers (TargetVariant, else by weight), TargetContainerHostname checked."""
+        fleet = self._fleets.get(endpoint_name)
+        if fleet is None:
+            raise EndpointNotFound(
+                messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
+            )
+        variant = fleet.choose(target_variant)
+        if variant is None:
+            raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
+        _check_target(endpoint_name, variant, target_container)
+        return variant
 
     async def _call(
         self,
@@ -159,15 +166,7 @@ class Invocations(ServiceBase):
         """InvokeEndpointWithResponseStream: as `invoke` up to the container's first byte (the same
         choices and ModelFaults), then the container's answer as a ContainerStream. The instance
         counts the request as outstanding until `StreamInvocation.close`."""
-        fleet = self._fleets.get(endpoint_name)
-        if fleet is None:
-            raise EndpointNotFound(
-                messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
-            )
-        variant = fleet.choose(target_variant)
-        if variant is None:
-            raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
-        _check_target(endpoint_name, variant, target_container)
+        variant = self._variant(endpoint_name, target_variant, target_container)
         if variant.plan is not None and variant.plan.model.multi_model:
             raise ValidationFailed(messages.streaming_multi_model(endpoint_name))
         context = self._fault_contexts[endpoint_name]
