@@ -28,6 +28,7 @@ GROUPS = {
     "model-dir": "The model directory",
     "model-data": "Model data",
     "mme": "Multi-model endpoints",
+    "streaming": "Response streaming",
     "shutdown": "Shutdown",
 }
 

@@ -1,0 +1,184 @@
+"""A strict, incremental decoder of HTTP/1.1 chunked bodies (RFC 9112 §7.1), for streaming.framing.
+
+It is fed the body bytes as they come off a raw socket (the response head already taken off) and gives
+back the data of each chunk as it is decoded; the first framing mistake raises FramingError with what
+was wrong and its byte offset in the body as written on the wire. Strict where a sender must be exact:
+each chunk is `HEX-SIZE [;extensions] CRLF DATA CRLF`, the body ends with a zero-size chunk, optional
+trailer lines and an empty line (`0\\r\\n\\r\\n`), and nothing follows it. A bare LF, a size that is no
+hexadecimal number, data longer or shorter than its size, and a connection closed before the end are
+all errors (a lenient reader may accept a bare LF; a proxy need not, and the sender must not write one).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+#: A chunk-size (or trailer) line longer than this is an error (no real server writes one).
+MAX_LINE_BYTES = 4096
+#: Hex digits in a chunk size at most (16: any 64-bit size).
+MAX_SIZE_DIGITS = 16
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_END = "`0\\r\\n\\r\\n`"  # how the terminating chunk reads in messages
+
+
+class FramingError(Exception):
+    """The chunked encoding is broken: `message` says what and where, `offset` is the body byte."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+class _State(enum.Enum):
+    SIZE = "size"
+    DATA = "data"
+    DATA_END = "data-end"
+    TRAILER = "trailer"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    #: body offset of the chunk's size line
+    offset: int
+    size: int
+
+
+@dataclass
+class ChunkedDecoder:
+    """feed() the body bytes in order, finish() when the connection closed; `done` after the end."""
+
+    #: body bytes consumed so far (the offset of the first byte not decoded yet)
+    offset: int = 0
+    chunks: list[Chunk] = field(default_factory=list)
+    _state: _State = _State.SIZE
+    _buffer: bytes = b""
+    _left: int = 0  # data bytes still to come in the current chunk
+
+    @property
+    def done(self) -> bool:
+        return self._state is _State.DONE
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The chunk data decoded from `data` (pieces, in order; empty when none was complete enough)."""
+        if self._state is _State.DONE and data:
+            raise FramingError(
+                f"{len(data)} byte(s) after the terminating zero-size chunk, starting {_show(data)}: the "
+                f"body must end with {_END}",
+                self.offset,
+            )
+        self._buffer += data
+        out: list[bytes] = []
+        while self._buffer and self._state is not _State.DONE:
+            if self._state is _State.DATA:
+                piece = self._buffer[: self._left]
+                self._take(len(piece))
+                self._left -= len(piece)
+                out.append(piece)
+                if self._left == 0:
+                    self._state = _State.DATA_END
+            elif self._state is _State.DATA_END:
+                if self._buffer == b"\r":
+                    break
+                if self._buffer[:2] != b"\r\n":
+                    chunk = self.chunks[-1]
+                    raise FramingError(
+                        f"chunk {len(self.chunks)} (size line at byte {chunk.offset} declares {chunk.size} "
+                        f"byte(s)) is not followed by CRLF: found {_show(self._buffer)}; the size line must "
+                        "give the exact length of the data that follows it, in hexadecimal",
+                        self.offset,
+                    )
+                self._take(2)
+                self._state = _State.SIZE
+            else:
+                line = self._line()
+                if line is None:
+                    break
+                if self._state is _State.SIZE:
+                    self._size_line(line)
+                else:  # a trailer line (ignored), or the empty line that ends the body
+                    self._take(len(line) + 2)
+                    if line == b"":
+                        self._state = _State.DONE
+        if self._state is _State.DONE and self._buffer:
+            extra, self._buffer = self._buffer, b""
+            raise FramingError(
+                f"{len(extra)} byte(s) after the terminating zero-size chunk, starting {_show(extra)}: the "
+                f"body must end with {_END}",
+                self.offset,
+            )
+        return out
+
+    def finish(self) -> None:
+        """The connection closed (or the reader stopped): FramingError unless the body ended."""
+        if self._state is _State.DONE:
+            return
+        at = self.offset + len(self._buffer)
+        if self._state is _State.DATA:
+            chunk = self.chunks[-1]
+            where = (
+                f"inside chunk {len(self.chunks)} ({chunk.size - self._left} of the {chunk.size} byte(s) "
+                f"its size line at byte {chunk.offset} declares)"
+            )
+        elif self._state is _State.DATA_END:
+            where = f"after chunk {len(self.chunks)}'s data, before its CRLF"
+        elif self._state is _State.TRAILER:
+            where = "after the zero-size chunk, before the empty line that ends the body"
+        elif self._buffer:
+            where = f"inside a chunk-size line ({_show(self._buffer)} without its CRLF)"
+        else:
+            where = f"after {len(self.chunks)} chunk(s), with no terminating zero-size chunk"
+        raise FramingError(f"the connection closed at byte {at} {where}: the body must end with {_END}", at)
+
+    # ------------------------------------------------------------------------------------------ lines
+
+    def _take(self, n: int) -> None:
+        self._buffer = self._buffer[n:]
+        self.offset += n
+
+    def _line(self) -> bytes | None:
+        """The next CRLF-terminated line (without it), taken off the buffer; None until it is complete."""
+        end = self._buffer.find(b"\n")
+        if end < 0:
+            if len(self._buffer) > MAX_LINE_BYTES:
+                raise FramingError(
+                    f"a {'chunk-size' if self._state is _State.SIZE else 'trailer'} line longer than "
+                    f"{MAX_LINE_BYTES} bytes with no CRLF, starting {_show(self._buffer)}",
+                    self.offset,
+                )
+            return None
+        if end == 0 or self._buffer[end - 1] != 0x0D:
+            raise FramingError(
+                f"the {'chunk-size' if self._state is _State.SIZE else 'trailer'} line "
+                f"{_show(self._buffer[: end + 1])} ends with a bare LF at byte {self.offset + end}: "
+                "each line of the chunked encoding ends with CRLF",
+                self.offset,
+            )
+        line = self._buffer[: end - 1]
+        if b"\r" in line:
+            raise FramingError(f"a bare CR in the line {_show(line)}", self.offset + line.index(b"\r"))
+        return line
+
+    def _size_line(self, line: bytes) -> None:
+        size_text = line.split(b";", 1)[0].rstrip(b" \t")
+        if not size_text or len(size_text) > MAX_SIZE_DIGITS or any(b not in _HEX for b in size_text):
+            raise FramingError(
+                f"the chunk-size line {_show(line)} does not start with a hexadecimal size "
+                "(each chunk begins `SIZE-IN-HEX\\r\\n`)",
+                self.offset,
+            )
+        size = int(size_text, 16)
+        self.chunks.append(Chunk(self.offset, size))
+        self._take(len(line) + 2)
+        if size == 0:
+            self._state = _State.TRAILER
+        else:
+            self._state, self._left = _State.DATA, size
+
+
+def _show(data: bytes, limit: int = 24) -> str:
+    """Bytes as a message quotes them: a Python bytes literal, cut at `limit`."""
+    text = repr(data[:limit])
+    return text + ("…" if len(data) > limit else "")
