@@ -29,6 +29,8 @@ class FramingError(Exception):
         super().__init__(message)
         self.message = message
         self.offset = offset
+        #: the chunk data the failing feed() decoded before the error
+        self.data: list[bytes] = []
 
 
 class _State(enum.Enum):
@@ -62,7 +64,17 @@ class ChunkedDecoder:
         return self._state is _State.DONE
 
     def feed(self, data: bytes) -> list[bytes]:
-        """The chunk data decoded from `data` (pieces, in order; empty when none was complete enough)."""
+        """The chunk data decoded from `data` (pieces, in order; empty when none was complete enough);
+        FramingError at the first mistake, with the data decoded before it (FramingError.data)."""
+        out: list[bytes] = []
+        try:
+            self._feed(data, out)
+        except FramingError as exc:
+            exc.data = out
+            raise
+        return out
+
+    def _feed(self, data: bytes, out: list[bytes]) -> None:
         if self._state is _State.DONE and data:
             raise FramingError(
                 f"{len(data)} byte(s) after the terminating zero-size chunk, starting {_show(data)}: the "
@@ -70,7 +82,6 @@ class ChunkedDecoder:
                 self.offset,
             )
         self._buffer += data
-        out: list[bytes] = []
         while self._buffer and self._state is not _State.DONE:
             if self._state is _State.DATA:
                 piece = self._buffer[: self._left]
@@ -86,8 +97,8 @@ class ChunkedDecoder:
                     chunk = self.chunks[-1]
                     raise FramingError(
                         f"chunk {len(self.chunks)} (size line at byte {chunk.offset} declares {chunk.size} "
-                        f"byte(s)) is not followed by CRLF: found {_show(self._buffer)}; the size line must "
-                        "give the exact length of the data that follows it, in hexadecimal",
+                        f"byte(s)) is not followed by CRLF: found {_show(self._buffer)}; a chunk's data ends "
+                        "with CRLF, and its size line gives the data's exact length in hexadecimal",
                         self.offset,
                     )
                 self._take(2)
@@ -109,7 +120,6 @@ class ChunkedDecoder:
                 f"body must end with {_END}",
                 self.offset,
             )
-        return out
 
     def finish(self) -> None:
         """The connection closed (or the reader stopped): FramingError unless the body ended."""

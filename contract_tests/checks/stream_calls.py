@@ -265,6 +265,8 @@ class _Reader:
         except FramingError as exc:
             answer.framing = exc
             answer.chunks = sum(1 for c in decoder.chunks if c.size)
+            self._data(exc.data)  # what the read with the error brought before it
+            answer.left = self.leave and bool(answer.arrivals)
 
     def _plain(self, data: bytes) -> None:
         answer, length = self.answer, self.answer.content_length

@@ -24,7 +24,7 @@ from contract_tests.checks.calls import describe_payload, log_lines
 from contract_tests.checks.stream_calls import Arrival, StreamAnswer, shared, stream
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import CheckContext, Payload, RunningContainer
+from contract_tests.target import DEFAULT_STREAM_BODY, CheckContext, Payload, RunningContainer
 
 #: Body bytes must arrive at this many distinct moments at least ...
 MIN_ARRIVALS = 3
@@ -162,7 +162,8 @@ def judge_timing(answer: StreamAnswer, payload: Payload) -> str:
     "For InvokeEndpointWithResponseStream SageMaker sends the same POST /invocations and forwards the "
     "answer to the client part by part as it arrives; the container writes it with HTTP/1.1 chunked "
     "transfer encoding (hosting contract §2.3). The check sends the stream body (--stream-body; by "
-    "default a text-generation request, DEFAULT_STREAM_BODY) and requires a 2xx HTTP/1.1 answer with "
+    "default the text-generation request that TGI and LMI containers stream, "
+    f"`{DEFAULT_STREAM_BODY.decode()}`) and requires a 2xx HTTP/1.1 answer with "
     f"`Transfer-Encoding: chunked` whose body bytes arrive at {MIN_ARRIVALS} or more distinct moments "
     f"(reads {ARRIVAL_GAP_S * 1000:g} ms or more apart), the first within "
     f"{FIRST_BYTE_SHARE:.0%} of the time from the request to the last [U: SageMaker states no such "
@@ -351,7 +352,8 @@ def disconnect(ctx: CheckContext) -> str:
         )
     return (
         f"a client closed its stream {read}; a second stream was answered to its end "
-        f"({second.describe()}), /ping answered 200 and the container runs"
+        f"({second.describe()}{'; its framing error is streaming.framing' if second.framing else ''}), "
+        "/ping answered 200 and the container runs"
     )
 
 
