@@ -296,12 +296,19 @@ class _Reader:
             data = got
 
     def _error_body(self, data: bytes) -> None:
-        """A non-2xx answer's body, read for its message: at most 4 KiB, within one read's limit."""
+        """A non-2xx answer's body, read for its message: at most 4 KiB, a read waited for 2 s at most."""
         answer = self.answer
+        decoder = ChunkedDecoder() if answer.chunked else None
         while len(answer.start) < 4096:
             if data:
-                answer.start += data
-                answer.size += len(data)
+                try:
+                    piece = data if decoder is None else b"".join(decoder.feed(data))
+                except FramingError:
+                    return
+                answer.start += piece
+                answer.size += len(piece)
+                if decoder is not None and decoder.done:
+                    return
             if answer.content_length is not None and answer.size >= answer.content_length:
                 return
             if not readable(self.sock, min(self.limit, 2.0)):

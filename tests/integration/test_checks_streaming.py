@@ -66,11 +66,11 @@ def test_the_streaming_image_passes_on_every_stack(streamer_image: str, tmp_path
     results = run_streaming(streamer_image, tmp_path, environment={"SERVER": server})
     assert outcomes(results) == [Outcome.PASSED] * 3, [r.message for r in results.values()]
     incremental = results["streaming.incremental"]
-    assert incremental.message.startswith(
-        "streamed: 96 bytes in 8 chunk(s) arrived at 8 distinct moment(s) (reads 10 ms or more apart)"
-    ), incremental.message
+    # 8 parts 100 ms apart: 8 distinct arrivals unless a loaded machine delays a read past the next part
+    assert incremental.message.startswith("streamed: 96 bytes in 8 chunk(s) arrived at "), incremental.message
+    assert " distinct moment(s) (reads 10 ms or more apart), the first body byte " in incremental.message
     arrivals = incremental.evidence["answer"]["arrivals_ms"]
-    assert len(arrivals) == 8 and arrivals[-1] - arrivals[0] >= 600  # 7 intervals of 100 ms
+    assert len(arrivals) >= 3 and arrivals[-1] - arrivals[0] >= 600  # 7 intervals of 100 ms
     assert results["streaming.framing"].message == (
         "valid chunked encoding: 8 chunk(s), 96 data bytes, the terminating zero-size chunk"
     )
@@ -113,10 +113,13 @@ def test_chunks_written_all_at_once_fail_incremental(streamer_twin_image: TwinIm
     results = run_streaming(twin, tmp_path, environment={"BUFFER": "chunked"})
     assert outcomes(results) == [Outcome.FAILED, Outcome.PASSED, Outcome.PASSED]
     text = results["streaming.incremental"].message
-    assert text.startswith(
-        "the answer is chunked but not streamed: 96 bytes in 8 chunk(s) arrived at 1 distinct moment(s)"
-    ), text
-    assert "the server buffers the answer, or computes every part before writing the first" in text
+    # All 8 writes come within a millisecond, ~700 ms after the request: one burst (a loaded machine
+    # may split it; the first byte then still comes at the very end, which the other half of the rule fails)
+    if "arrived at 1 distinct moment(s)" in text:
+        assert text.startswith("the answer is chunked but not streamed: 96 bytes in 8 chunk(s) arrived at 1 ")
+        assert "the server buffers the answer, or computes every part before writing the first" in text
+    else:
+        assert text.startswith("the first part came late: 96 bytes in 8 chunk(s) arrived at "), text
     assert "Fix: Write the answer with HTTP/1.1 chunked transfer encoding as the model produces it" in text
 
 
