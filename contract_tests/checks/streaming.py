@@ -20,7 +20,7 @@ first body byte arrives within FIRST_BYTE_SHARE of the time from the request to 
 
 from __future__ import annotations
 
-from contract_tests.checks.calls import describe_payload, log_lines
+from contract_tests.checks.calls import container_note, describe_payload, log_lines
 from contract_tests.checks.stream_calls import Arrival, StreamAnswer, shared, stream
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
@@ -32,6 +32,9 @@ MIN_ARRIVALS = 3
 ARRIVAL_GAP_S = 0.010
 #: ... and the first body byte within this share of the time from the request to the last body byte.
 FIRST_BYTE_SHARE = 0.5
+#: After a stream that ended with the connection's close, how long to wait for the container's exit
+#: (docker's wait, not a sleep) to tell a crash mid-answer from a server that closed early.
+EXIT_WAIT_S = 1.0
 
 STREAM_FIX = (
     "Write the answer with HTTP/1.1 chunked transfer encoding as the model produces it, each part "
@@ -99,10 +102,9 @@ def _require_answer(payload: Payload, answer: StreamAnswer, container: RunningCo
         )
     )
     if answer.status is None:
-        state = container.state()
-        died = "" if state.running else f" The container exited with code {state.exit_code}."
         raise CheckFailed(
-            f"POST /invocations with {describe_payload(payload)} got no answer: {answer.error}.{died}{given}"
+            f"POST /invocations with {describe_payload(payload)} got no answer: {answer.error}."
+            f"{container_note(container)}{given}"
             f"{log_lines(container)}"
         )
     if not answer.ok:
@@ -214,13 +216,13 @@ def incremental(ctx: CheckContext) -> str:
         raise CheckSkipped(
             f"the chunked encoding is broken at byte {answer.framing.offset}; see streaming.framing"
         )
-    if not answer.complete:
-        state = container.state()
-        died = "" if state.running else f" The container exited with code {state.exit_code}."
+    if not answer.complete and not answer.truncated:
         raise CheckFailed(
             f"the stream stopped before its end: {answer.error} ({answer.size:,} bytes in {answer.chunks} "
-            f"chunk(s) had arrived).{died} SageMaker ends such a stream with a ModelStreamError.\n"
-            f"Fix: end every stream with its terminating chunk, in time.{log_lines(container)}"
+            f"chunk(s) had arrived).{container_note(container)} SageMaker ends such a stream with a "
+            "ModelStreamError (ModelInvocationTimeExceeded).\nFix: write the next part, or end the stream "
+            f"with its terminating chunk, within {ctx.config.limits.invocation_timeout_s:g} s."
+            f"{log_lines(container)}"
         )
     return judge_timing(answer, payload)
 
@@ -258,18 +260,22 @@ def framing(ctx: CheckContext) -> str:
         )
     error = answer.framing
     if error is not None:
-        near = (
-            answer.raw[max(0, error.offset - 16) : error.offset + 24]
-            if error.offset < len(answer.raw)
-            else b""
-        )
+        crashed = ""
+        if error.message.startswith("the connection closed"):
+            code = container.runtime.wait_exit(container.handle.id, EXIT_WAIT_S)
+            if code is not None:
+                crashed = (
+                    f" The container exited with code {code}: it crashed mid-answer (its log says why), "
+                    "so the stream had no end."
+                )
+        near = answer.raw[max(0, error.offset - 16) : error.offset + 24]  # b"" past the bytes kept
         around = f" The body around it: {near!r}." if near else ""
         ctx.evidence["offset"] = error.offset
         raise CheckFailed(
             f"the chunked encoding of the answer to {describe_payload(payload)} is broken at byte "
             f"{error.offset} of the body (after {answer.chunks} chunk(s), {answer.size:,} data bytes): "
-            f"{error.message}.{around} A proxy reading it stops there: SageMaker would end the stream with "
-            f"a ModelStreamError.\nFix: {FRAMING_FIX}"
+            f"{error.message}.{around}{crashed or container_note(container)} A proxy reading it stops "
+            f"there: SageMaker would end the stream with a ModelStreamError.\nFix: {FRAMING_FIX}"
         )
     if answer.truncated:
         return (
@@ -315,6 +321,8 @@ def disconnect(ctx: CheckContext) -> str:
     payload = _stream_payload(ctx)
     if not first.ok:
         raise CheckSkipped("the stream request got no 2xx answer; see streaming.incremental")
+    if not (first.complete or first.truncated or first.framing is not None):
+        raise CheckSkipped(f"the stream did not reach its end ({first.error}); see streaming.incremental")
     left = stream(ctx, container, payload, leave_after_first=True)
     ctx.evidence["left"] = _evidence(left)
     if not left.left:
@@ -323,7 +331,10 @@ def disconnect(ctx: CheckContext) -> str:
                 f"the whole answer ({left.size:,} bytes) arrived in the first read: there was no stream to "
                 "leave mid-way (see streaming.incremental; a --stream-body with a longer answer tests it)"
             )
-        raise CheckSkipped(f"the stream to leave sent no body ({left.describe()}); see streaming.incremental")
+        raise CheckSkipped(
+            f"the stream to leave sent no body ({left.describe()}).{container_note(container)} See "
+            "streaming.incremental and streaming.framing"
+        )
     read = f"after reading its first {left.size:,} byte(s), {(left.first_s or 0) * 1000:.0f} ms into it"
     second = stream(ctx, container, payload)
     ctx.evidence["second"] = _evidence(second)

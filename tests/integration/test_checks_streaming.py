@@ -184,6 +184,41 @@ def test_an_error_status_fails_incremental_only(streamer_image: str, tmp_path: P
         assert results[i].message == "the stream request got no 2xx answer; see streaming.incremental"
 
 
+def test_a_stalled_stream_fails_incremental_only(streamer_image: str, tmp_path: Path) -> None:
+    body = '{"parts": 3, "interval_s": 0.1, "end": "stall", "stall_s": 30}'
+    results = run_streaming(streamer_image, tmp_path, body=body)
+    assert outcomes(results) == [Outcome.FAILED, Outcome.SKIPPED, Outcome.SKIPPED]
+    limit = f"{FAST_LIMITS.invocation_timeout_s:g}"
+    assert results["streaming.incremental"].message.startswith(
+        f"the stream stopped before its end: no byte for {limit} s after 36 body bytes (36 bytes in 3 "
+        "chunk(s) had arrived). SageMaker ends such a stream with a ModelStreamError "
+        f"(ModelInvocationTimeExceeded).\nFix: write the next part, or end the stream with its terminating "
+        f"chunk, within {limit} s."
+    ), results["streaming.incremental"].message
+    for i in IDS[1:]:
+        assert results[i].message == (
+            f"the stream did not reach its end (no byte for {limit} s after 36 body bytes); see "
+            "streaming.incremental"
+        )
+
+
+def test_a_crash_mid_stream_is_named_by_framing(streamer_image: str, tmp_path: Path) -> None:
+    results = run_streaming(streamer_image, tmp_path, body='{"parts": 3, "interval_s": 0.1, "end": "crash"}')
+    assert outcomes(results) == [Outcome.SKIPPED, Outcome.FAILED, Outcome.SKIPPED]
+    text = results["streaming.framing"].message
+    assert (
+        "is broken at byte 51 of the body (after 3 chunk(s), 36 data bytes): the connection closed at "
+        in text
+    )
+    assert "The body around it: b'" in text
+    assert "The container exited with code 1: it crashed mid-answer (its log says why)" in text
+    assert results["streaming.disconnect"].message.startswith("the stream to leave sent no body (")
+    assert (
+        "The container exited with code 1. See streaming.incremental"
+        in results["streaming.disconnect"].message
+    )
+
+
 # --- smlocal check --streaming, end to end ------------------------------------------------------------
 
 
