@@ -56,8 +56,10 @@ class ChunkedDecoder:
     offset: int = 0
     chunks: list[Chunk] = field(default_factory=list)
     _state: _State = _State.SIZE
-    _buffer: bytes = b""
+    _buffer: bytes = b""  # bytes fed and not decoded yet (an incomplete line, a CR)
     _left: int = 0  # data bytes still to come in the current chunk
+    _data: bytes = b""  # while feeding: the bytes being decoded, read from _pos
+    _pos: int = 0
 
     @property
     def done(self) -> bool:
@@ -81,24 +83,33 @@ class ChunkedDecoder:
                 f"body must end with {_END}",
                 self.offset,
             )
-        self._buffer += data
-        while self._buffer and self._state is not _State.DONE:
+        # One buffer per feed, read through an index (slicing it per chunk would copy it per chunk).
+        self._data, self._pos = self._buffer + data, 0
+        try:
+            self._decode(out)
+        finally:
+            self._buffer = self._data[self._pos :]
+            self._data, self._pos = b"", 0
+
+    def _decode(self, out: list[bytes]) -> None:
+        while self._pos < len(self._data) and self._state is not _State.DONE:
             if self._state is _State.DATA:
-                piece = self._buffer[: self._left]
+                piece = self._data[self._pos : self._pos + self._left]
                 self._take(len(piece))
                 self._left -= len(piece)
                 out.append(piece)
                 if self._left == 0:
                     self._state = _State.DATA_END
             elif self._state is _State.DATA_END:
-                if self._buffer == b"\r":
+                ahead = self._peek(2)
+                if ahead == b"\r":
                     break
-                if self._buffer[:2] != b"\r\n":
+                if ahead != b"\r\n":
                     chunk = self.chunks[-1]
                     raise FramingError(
                         f"chunk {len(self.chunks)} (size line at byte {chunk.offset} declares {chunk.size} "
-                        f"byte(s)) is not followed by CRLF: found {_show(self._buffer)}; a chunk's data ends "
-                        "with CRLF, and its size line gives the data's exact length in hexadecimal",
+                        f"byte(s)) is not followed by CRLF: found {_show(self._peek(32))}; a chunk's data "
+                        "ends with CRLF, and its size line gives the data's exact length in hexadecimal",
                         self.offset,
                     )
                 self._take(2)
@@ -113,8 +124,9 @@ class ChunkedDecoder:
                     self._take(len(line) + 2)
                     if line == b"":
                         self._state = _State.DONE
-        if self._state is _State.DONE and self._buffer:
-            extra, self._buffer = self._buffer, b""
+        if self._state is _State.DONE and self._pos < len(self._data):
+            extra = self._data[self._pos :]
+            self._pos = len(self._data)
             raise FramingError(
                 f"{len(extra)} byte(s) after the terminating zero-size chunk, starting {_show(extra)}: the "
                 f"body must end with {_END}",
@@ -145,28 +157,32 @@ class ChunkedDecoder:
     # ------------------------------------------------------------------------------------------ lines
 
     def _take(self, n: int) -> None:
-        self._buffer = self._buffer[n:]
+        self._pos += n
         self.offset += n
+
+    def _peek(self, n: int) -> bytes:
+        return self._data[self._pos : self._pos + n]
 
     def _line(self) -> bytes | None:
         """The next CRLF-terminated line (without it), taken off the buffer; None until it is complete."""
-        end = self._buffer.find(b"\n")
-        if end < 0:
-            if len(self._buffer) > MAX_LINE_BYTES:
+        kind = "chunk-size" if self._state is _State.SIZE else "trailer"
+        found = self._data.find(b"\n", self._pos, self._pos + MAX_LINE_BYTES + 1)
+        if found < 0:
+            if len(self._data) - self._pos > MAX_LINE_BYTES:
                 raise FramingError(
-                    f"a {'chunk-size' if self._state is _State.SIZE else 'trailer'} line longer than "
-                    f"{MAX_LINE_BYTES} bytes with no CRLF, starting {_show(self._buffer)}",
+                    f"a {kind} line longer than {MAX_LINE_BYTES} bytes with no CRLF, starting "
+                    f"{_show(self._peek(32))}",
                     self.offset,
                 )
             return None
-        if end == 0 or self._buffer[end - 1] != 0x0D:
+        end = found - self._pos
+        if end == 0 or self._data[found - 1] != 0x0D:
             raise FramingError(
-                f"the {'chunk-size' if self._state is _State.SIZE else 'trailer'} line "
-                f"{_show(self._buffer[: end + 1])} ends with a bare LF at byte {self.offset + end}: "
-                "each line of the chunked encoding ends with CRLF",
+                f"the {kind} line {_show(self._peek(end + 1))} ends with a bare LF at byte "
+                f"{self.offset + end}: each line of the chunked encoding ends with CRLF",
                 self.offset,
             )
-        line = self._buffer[: end - 1]
+        line = self._peek(end - 1)
         if b"\r" in line:
             raise FramingError(f"a bare CR in the line {_show(line)}", self.offset + line.index(b"\r"))
         return line

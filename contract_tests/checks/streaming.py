@@ -14,7 +14,7 @@ given) over a raw socket (checks/stream_calls.py) to the shared healthy containe
     It runs last of the three (and the module after every other check on the shared container).
 
 The timing rule [U] (SageMaker states none; what "as the model writes" can be told from outside): body
-bytes arrive at MIN_ARRIVALS or more distinct moments (reads ARRIVAL_GAP_S or more apart), and the
+bytes arrive at MIN_ARRIVALS or more distinct moments (ARRIVAL_GAP_S or more apart), and the
 first body byte arrives within FIRST_BYTE_SHARE of the time from the request to the last body byte.
 """
 
@@ -28,7 +28,8 @@ from contract_tests.target import DEFAULT_STREAM_BODY, CheckContext, Payload, Ru
 
 #: Body bytes must arrive at this many distinct moments at least ...
 MIN_ARRIVALS = 3
-#: ... reads this far apart or more being distinct (closer ones are one burst) ...
+#: ... moments this far apart or more: a read this long after the last moment begins a new one (so a
+#: burst of reads is one moment, and a continuous stream one moment per ARRIVAL_GAP_S) ...
 ARRIVAL_GAP_S = 0.010
 #: ... and the first body byte within this share of the time from the request to the last body byte.
 FIRST_BYTE_SHARE = 0.5
@@ -117,12 +118,12 @@ def _require_answer(payload: Payload, answer: StreamAnswer, container: RunningCo
 
 
 def moments(arrivals: list[Arrival]) -> int:
-    """How many distinct moments body bytes arrived at (reads closer than ARRIVAL_GAP_S are one)."""
-    count, previous = 0, None
+    """How many distinct moments body bytes arrived at: a read ARRIVAL_GAP_S or more after the start of
+    the last moment begins the next (a burst is one moment; reads every millisecond for 100 ms are ten)."""
+    count, moment = 0, None
     for arrival in arrivals:
-        if previous is None or arrival.at_s - previous >= ARRIVAL_GAP_S:
-            count += 1
-        previous = arrival.at_s
+        if moment is None or arrival.at_s - moment >= ARRIVAL_GAP_S:
+            count, moment = count + 1, arrival.at_s
     return count
 
 
@@ -132,7 +133,7 @@ def judge_timing(answer: StreamAnswer, payload: Payload) -> str:
     seen = moments(answer.arrivals)
     what = (
         f"{answer.size:,} bytes in {answer.chunks} chunk(s) arrived at {seen} distinct moment(s) "
-        f"(reads {ARRIVAL_GAP_S * 1000:g} ms or more apart), the first body byte {first * 1000:.0f} ms and "
+        f"({ARRIVAL_GAP_S * 1000:g} ms or more apart), the first body byte {first * 1000:.0f} ms and "
         f"the last {last * 1000:.0f} ms after the request"
     )
     longer = (
@@ -167,7 +168,7 @@ def judge_timing(answer: StreamAnswer, payload: Payload) -> str:
     "default the text-generation request that TGI and LMI containers stream, "
     f"`{DEFAULT_STREAM_BODY.decode()}`) and requires a 2xx HTTP/1.1 answer with "
     f"`Transfer-Encoding: chunked` whose body bytes arrive at {MIN_ARRIVALS} or more distinct moments "
-    f"(reads {ARRIVAL_GAP_S * 1000:g} ms or more apart), the first within "
+    f"({ARRIVAL_GAP_S * 1000:g} ms or more apart), the first within "
     f"{FIRST_BYTE_SHARE:.0%} of the time from the request to the last [U: SageMaker states no such "
     "figure]. A Content-Length answer (the whole body in one write) fails. Run only with --streaming.",
     STREAM_FIX,

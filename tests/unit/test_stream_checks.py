@@ -118,12 +118,14 @@ def answer(*times_ms: float) -> StreamAnswer:
 def test_reads_closer_than_the_gap_are_one_moment() -> None:
     assert moments(answer(1, 5, 9, 30, 35, 100).arrivals) == 3
     assert moments([]) == 0
+    # a continuous stream (a read every 3 ms, never 10 ms apart) is one moment per 10 ms, not one
+    assert moments(answer(*range(0, 100, 3)).arrivals) == 9  # at 0, 12, 24, ... 96 ms
 
 
 def test_parts_spread_over_the_answer_pass() -> None:
     message = judge_timing(answer(2, 100, 200, 300, 400), GIVEN)
     assert message == (
-        "streamed: 60 bytes in 5 chunk(s) arrived at 5 distinct moment(s) (reads 10 ms or more apart), the "
+        "streamed: 60 bytes in 5 chunk(s) arrived at 5 distinct moment(s) (10 ms or more apart), the "
         "first body byte 2 ms and the last 400 ms after the request"
     )
 
