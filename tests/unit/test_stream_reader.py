@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from contract_tests.checks import stream_calls
 from contract_tests.checks.stream_calls import StreamAnswer, stream
 from contract_tests.target import Payload
 from emulator.config import ContractLimits
@@ -140,3 +141,19 @@ def test_leaving_resets_the_connection(serve: Runner) -> None:
     assert got.left and not got.complete and got.size == 3
     after = serve.servers[-1].after  # the server's next write or read: a reset, not a clean close
     assert isinstance(after, ConnectionResetError | BrokenPipeError), after
+
+
+def test_reading_stops_at_the_byte_cap(serve: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream_calls, "MAX_STREAM_BYTES", 5)
+    got = serve([(0, HEAD + b"3\r\nabc\r\n"), (0.05, b"3\r\ndef\r\n"), (0.05, b"3\r\nghi\r\n0\r\n\r\n")])
+    assert got.truncated and not got.complete and got.size == 6 and got.error is None
+
+
+def test_the_whole_answer_has_a_time_limit(serve: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream_calls, "STREAM_TOTAL_FACTOR", 2)
+    trickle = [(0.1, b"1\r\nx\r\n")] * 10  # a byte every 100 ms: never idle for the 0.3 s limit
+    got = serve([(0, HEAD), *trickle, (0, b"0\r\n\r\n")], limit_s=0.3)
+    assert got.timed_out and not got.complete and 3 <= got.size <= 7
+    assert got.error == (
+        f"the answer did not end within 0.6 s (2 times the invocation limit) after {got.size} body bytes"
+    )
