@@ -116,7 +116,7 @@ def stream_payload(streaming: bool, body: str | None, content_type: str | None, 
     """CheckConfig.stream (a Payload, or None without `streaming`) from --streaming, --stream-body
     (JSON text, or @FILE) and --stream-content-type; UsageError when they cannot be used. `prefix` is how
     the options are spelt in messages (`--sagemaker-` for the pytest plugin)."""
-    from contract_tests.target import DEFAULT_STREAM_BODY, Payload
+    from contract_tests.target import DEFAULT_STREAM_BODY, DEFAULT_STREAM_SOURCE, Payload
 
     if not streaming:
         given = [
@@ -131,7 +131,7 @@ def stream_payload(streaming: bool, body: str | None, content_type: str | None, 
     if not media:
         raise UsageError(f"{prefix}stream-content-type needs a media type, got {content_type!r}")
     if body is None:
-        return Payload(DEFAULT_STREAM_BODY, media, None, "the default stream body")
+        return Payload(DEFAULT_STREAM_BODY, media, None, DEFAULT_STREAM_SOURCE)
     if body.startswith("@"):
         try:
             data = Path(body[1:]).read_bytes()

@@ -73,6 +73,8 @@ class Payload:
 #: containers (Hugging Face TGI, DJL LMI) stream an answer to on /invocations. No body fits every image:
 #: give the one yours streams to.
 DEFAULT_STREAM_BODY = b'{"inputs": "Tell me a story.", "parameters": {"max_new_tokens": 64}, "stream": true}'
+#: Payload.source of DEFAULT_STREAM_BODY.
+DEFAULT_STREAM_SOURCE = "the default stream body"
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,8 @@ class StreamAnswer:
         """`HTTP 200, 96 bytes in 8 chunks over 702 ms` or why there was no answer."""
         if self.status is None:
             return self.error or "no answer"
+        if not self.ok:
+            return f"HTTP {self.status}" + (f" ({self.excerpt()!r})" if self.size else "")
         framing = f"{self.chunks} chunk(s)" if self.chunked else "one body"
         took = f" over {(self.last_s or 0) * 1000:.0f} ms" if self.arrivals else ""
         return f"HTTP {self.status}, {self.size:,} bytes in {framing}{took}"

@@ -24,7 +24,13 @@ from contract_tests.checks.calls import container_note, describe_payload, log_li
 from contract_tests.checks.stream_calls import Arrival, StreamAnswer, shared, stream
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import DEFAULT_STREAM_BODY, CheckContext, Payload, RunningContainer
+from contract_tests.target import (
+    DEFAULT_STREAM_BODY,
+    DEFAULT_STREAM_SOURCE,
+    CheckContext,
+    Payload,
+    RunningContainer,
+)
 
 #: Body bytes must arrive at this many distinct moments at least ...
 MIN_ARRIVALS = 3
@@ -95,12 +101,10 @@ def _evidence(answer: StreamAnswer) -> dict[str, object]:
 def _require_answer(payload: Payload, answer: StreamAnswer, container: RunningContainer) -> None:
     """CheckFailed when the stream request got no 2xx answer (what each streaming check needs first)."""
     given = (
-        ""
-        if payload.source == "--stream-body"
-        else (
-            " Give --stream-body with an input the model streams an answer to (the default body is a "
-            "text-generation request)."
-        )
+        " Give --stream-body with an input the model streams an answer to (the default body is a "
+        "text-generation request)."
+        if payload.source == DEFAULT_STREAM_SOURCE
+        else ""
     )
     if answer.status is None:
         raise CheckFailed(
@@ -137,9 +141,9 @@ def judge_timing(answer: StreamAnswer, payload: Payload) -> str:
         f"the last {last * 1000:.0f} ms after the request"
     )
     longer = (
-        " If the model is that fast, give a --stream-body that asks for a longer answer."
-        if payload.source == "--stream-body"
-        else " Give --stream-body with an input the model streams a long enough answer to."
+        " Give --stream-body with an input the model streams a long enough answer to."
+        if payload.source == DEFAULT_STREAM_SOURCE
+        else " If the model is that fast, give a --stream-body that asks for a longer answer."
     )
     if seen < MIN_ARRIVALS:
         raise CheckFailed(

@@ -177,9 +177,27 @@ def test_crashing_on_a_client_disconnect_fails_disconnect(
     assert "(a connection reset), and the container exited with code 70: SageMaker would count the" in (
         failed.message
     )
-    assert "client disconnected mid-stream: exiting" in failed.message  # the container's log
+    assert "client disconnected mid-stream" in failed.message  # the container's log
     assert "Fix: Treat a client that goes away mid-stream as normal" in failed.message
     assert failed.evidence["running"] is False and failed.evidence["exit_code"] == 70
+
+
+def test_a_server_wedged_by_a_client_disconnect_fails_disconnect(
+    streamer_twin_image: TwinImage, tmp_path: Path
+) -> None:
+    twin = streamer_twin_image("streaming.disconnect")
+    results = run_streaming(twin, tmp_path, environment={"ON_DISCONNECT": "wedge"})
+    assert outcomes(results) == [Outcome.PASSED, Outcome.PASSED, Outcome.FAILED]
+    failed = results["streaming.disconnect"]
+    assert failed.message.startswith("A client closed its stream after reading its first 12 byte(s), "), (
+        failed.message
+    )
+    assert (
+        '(a connection reset); a second stream of the same body then got HTTP 503 (\'{"error": "the '
+        "model is busy\"}') instead of a complete 2xx answer (/ping: HTTP 503)."
+    ) in failed.message
+    assert "Fix: Treat a client that goes away mid-stream as normal" in failed.message
+    assert failed.evidence["running"] is True and failed.evidence["ping"] == "HTTP 503"
 
 
 def test_an_error_status_fails_incremental_only(streamer_image: str, tmp_path: Path) -> None:
