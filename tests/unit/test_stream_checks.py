@@ -4,15 +4,17 @@ rule of streaming.incremental on hand-made answers, and the --streaming options 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from contract_tests.checks import streaming
 from contract_tests.checks.stream_calls import Arrival, StreamAnswer
 from contract_tests.checks.streaming import FIRST_BYTE_SHARE, MIN_ARRIVALS, judge_timing, moments
 from contract_tests.chunked import MAX_LINE_BYTES, ChunkedDecoder, FramingError
 from contract_tests.cli import UsageError, stream_payload
 from contract_tests.result import CheckFailed
-from contract_tests.target import DEFAULT_STREAM_BODY, Payload
+from contract_tests.target import DEFAULT_STREAM_BODY, CheckConfig, CheckContext, Payload
 
 GIVEN = Payload(b"{}", "application/json", None, "--stream-body")
 DEFAULT = Payload(DEFAULT_STREAM_BODY, "application/json", None, "the default stream body")
@@ -185,3 +187,47 @@ def test_stream_option_errors(args: tuple[bool, str | None, str | None], text: s
     assert text in str(caught.value)
     with pytest.raises(UsageError, match="--sagemaker-"):
         stream_payload(*args, "--sagemaker-")
+
+
+# --- streaming.incremental's answers that no test image gives (a fake target; the reader is real) -----
+
+
+class FakeContainer:
+    def state(self) -> SimpleNamespace:
+        return SimpleNamespace(running=True, exit_code=None)
+
+    def log_tail(self, lines: int = 15) -> str:
+        return ""
+
+
+def run_incremental(monkeypatch: pytest.MonkeyPatch, got: StreamAnswer, payload: Payload = GIVEN) -> str:
+    """streaming.incremental's message (or CheckFailed's) on `got` as the run's stream."""
+    monkeypatch.setattr(streaming, "shared", lambda ctx, container: got)
+    target = SimpleNamespace(config=CheckConfig(image="x", stream=payload), healthy=FakeContainer)
+    try:
+        return streaming.incremental(CheckContext(target))  # type: ignore[arg-type]
+    except CheckFailed as failed:
+        return failed.message
+
+
+def test_http_10_and_close_delimited_answers_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    old = StreamAnswer(status=200, version="HTTP/1.0", complete=True, size=3, arrivals=[Arrival(0.1, 3)])
+    assert run_incremental(monkeypatch, old).startswith(
+        "POST /invocations was answered HTTP/1.0 (to an HTTP/1.1 request): chunked encoding, which "
+        "SageMaker forwards part by part, needs HTTP/1.1.\nFix: Write the answer with HTTP/1.1 chunked"
+    )
+    closed = StreamAnswer(status=200, version="HTTP/1.1", complete=True, size=3, arrivals=[Arrival(0.1, 3)])
+    assert run_incremental(monkeypatch, closed).startswith(
+        "POST /invocations with --stream-body (2 bytes, application/json) was answered without "
+        "Transfer-Encoding: chunked or Content-Length (a body ended by closing the connection): the answer "
+        "is not streamed."
+    )
+
+
+def test_no_answer_to_the_default_body_says_to_give_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    none = StreamAnswer(error="no byte for 60 s waiting for the response head", timed_out=True)
+    assert run_incremental(monkeypatch, none, DEFAULT) == (
+        f"POST /invocations with the default stream body ({len(DEFAULT_STREAM_BODY)} bytes, application/json) "
+        "got no answer: no byte for 60 s waiting for the response head. Give --stream-body with an input the "
+        "model streams an answer to (the default body is a text-generation request)."
+    )
