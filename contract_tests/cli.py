@@ -112,6 +112,46 @@ def payload_fields(items: Sequence[tuple[str, str]], prefix: str = "--") -> dict
     }
 
 
+def stream_payload(streaming: bool, body: str | None, content_type: str | None, prefix: str = "--") -> Any:
+    """CheckConfig.stream (a Payload, or None without `streaming`) from --streaming, --stream-body
+    (JSON text, or @FILE) and --stream-content-type; UsageError when they cannot be used. `prefix` is how
+    the options are spelt in messages (`--sagemaker-` for the pytest plugin)."""
+    from contract_tests.target import DEFAULT_STREAM_BODY, DEFAULT_STREAM_SOURCE, Payload
+
+    if not streaming:
+        given = [
+            name for name, value in (("stream-body", body), ("stream-content-type", content_type)) if value
+        ]
+        if given:
+            raise UsageError(
+                f"{prefix}{given[0]} needs {prefix}streaming (the streaming checks run only with it)"
+            )
+        return None
+    media = "application/json" if content_type is None else content_type.strip()
+    if not media:
+        raise UsageError(f"{prefix}stream-content-type needs a media type, got {content_type!r}")
+    if body is None:
+        return Payload(DEFAULT_STREAM_BODY, media, None, DEFAULT_STREAM_SOURCE)
+    if body.startswith("@"):
+        try:
+            data = Path(body[1:]).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{prefix}stream-body {body}: {exc.strerror or exc}") from exc
+    else:
+        data = body.encode()
+    if media.split(";")[0].strip().lower().endswith(("/json", "+json")):
+        import json
+
+        try:
+            json.loads(data)
+        except ValueError as exc:
+            raise UsageError(
+                f"{prefix}stream-body is not JSON ({exc}); give JSON, @FILE, or another "
+                f"{prefix}stream-content-type"
+            ) from exc
+    return Payload(data, media, None, f"{prefix}stream-body")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `check` subcommand's arguments (limits default to SageMaker's, see emulator.config)."""
     parser.description = parser.description or (
@@ -176,6 +216,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--accept", action=PayloadOption, metavar="T", help="an Accept header for the --payload before it"
+    )
+    streaming = parser.add_argument_group("response streaming (the streaming.* checks)")
+    streaming.add_argument(
+        "--streaming",
+        action="store_true",
+        help="the image streams its answers (InvokeEndpointWithResponseStream): run the streaming.* "
+        "checks (skipped without it)",
+    )
+    streaming.add_argument(
+        "--stream-body",
+        metavar="JSON",
+        help="the request the model streams an answer to: JSON text, or @FILE (default a text-generation "
+        'request: {"inputs": "Tell me a story.", "parameters": {"max_new_tokens": 64}, "stream": true})',
+    )
+    streaming.add_argument(
+        "--stream-content-type",
+        metavar="T",
+        help="the --stream-body's content type (default application/json)",
     )
     parser.add_argument(
         "--env", action="append", default=[], metavar="K=V", help="container environment (repeatable)"
@@ -271,6 +329,7 @@ def check_config(args: argparse.Namespace) -> CheckConfig:
         image_size_limit_bytes=_size_limit(args.image_size_limit),
         environment=_environment(args.env),
         limits=limits,
+        stream=stream_payload(args.streaming, args.stream_body, args.stream_content_type),
         **payloads,
     )
 
@@ -363,7 +422,8 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
         f"startup deadline {limits.startup_timeout_s:g} s, ping {limits.ping_timeout_s:g} s, "
         f"invocations {limits.invocation_timeout_s:g} s, stop grace {limits.stop_grace_s:g} s; "
         f"model data {escape(config.model_data) if config.model_data else 'none (empty /opt/ml/model)'}"
-        f"{'; profile serverless' if config.profile == 'serverless' else ''}",
+        f"{'; profile serverless' if config.profile == 'serverless' else ''}"
+        f"{f'; streaming with {escape(config.stream.source)}' if config.stream else ''}",
         highlight=False,
     )
     try:

@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Sequence
 
 from contract_tests import report
+from contract_tests.checks.stream_calls import STREAM_TOTAL_FACTOR
 from contract_tests.registry import Check, all_checks
 from emulator.config import ContractLimits
 
@@ -28,7 +29,14 @@ GROUPS = {
     "model-dir": "The model directory",
     "model-data": "Model data",
     "mme": "Multi-model endpoints",
+    "streaming": "Response streaming",
     "shutdown": "Shutdown",
+}
+
+
+#: Options a group's checks need to run at all: (smlocal check's, the pytest plugin's).
+_RUN_WITH = {
+    "streaming": (" --streaming --stream-body JSON", " --sagemaker-streaming --sagemaker-stream-body JSON"),
 }
 
 
@@ -47,6 +55,11 @@ def _limits() -> list[str]:
         ("each `GET /ping` answered within", f"{limits.ping_timeout_s:g} s", "--ping-timeout"),
         ("a new connection accepted within", f"{limits.accept_timeout_s * 1000:g} ms", "--accept-timeout"),
         ("`POST /invocations` answered within", f"{limits.invocation_timeout_s:g} s", "--invocation-timeout"),
+        (
+            "a streamed answer (`streaming.*`): no body byte for at most / the whole answer within [U]",
+            f"{limits.invocation_timeout_s:g} s / {limits.invocation_timeout_s * STREAM_TOTAL_FACTOR:g} s",
+            "--invocation-timeout",
+        ),
         ("SIGTERM to SIGKILL", f"{limits.stop_grace_s:g} s", "--stop-grace"),
         ("request and response body cap", f"{limits.max_request_bytes:,} bytes", ""),
         ("container port (unless `SAGEMAKER_BIND_TO_PORT` is set)", str(limits.container_port), ""),
@@ -100,6 +113,7 @@ def has_example(check: Check) -> bool:
 
 
 def _section(check: Check) -> list[str]:
+    cli, plugin = _RUN_WITH.get(check.group, ("", ""))
     return [
         f'<a id="{check.anchor}"></a>',
         "",
@@ -110,8 +124,8 @@ def _section(check: Check) -> list[str]:
         f"**Fix.** {check.fix.strip() or '(not stated yet)'}",
         "",
         *_example(check),
-        f"**Run it alone.** `smlocal check IMAGE --check {check.id}` or "
-        f"`pytest --sagemaker-image IMAGE -k {check.id}`",
+        f"**Run it alone.** `smlocal check IMAGE{cli} --check {check.id}` or "
+        f"`pytest --sagemaker-image IMAGE{plugin} -k {check.id}`",
         "",
     ]
 
@@ -191,6 +205,7 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "smlocal check IMAGE --check start.healthy --check shutdown   # some checks, or whole groups",
         "smlocal check IMAGE --model-data model.tar.gz --env K=V      # as the model will be deployed",
         "smlocal check IMAGE --json report.json --junit report.xml    # reports for CI",
+        "smlocal check IMAGE --streaming --stream-body '{...}'        # the image streams (streaming.*)",
         "pytest --sagemaker-image IMAGE -k smlocal-contract           # the checks as pytest items",
         "```",
         "",
@@ -198,7 +213,8 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "outcomes, warnings and exit codes: [Reading the report](#reading-the-report).",
         "",
         "With smlocal installed, pytest gains `--sagemaker-image IMAGE` (and `--sagemaker-model-data`,",
-        "`--sagemaker-startup-timeout`, `--sagemaker-env K=V`): one item per check, named",
+        "`--sagemaker-startup-timeout`, `--sagemaker-env K=V`, `--sagemaker-streaming`,",
+        "`--sagemaker-stream-body JSON`): one item per check, named",
         "`smlocal-contract::<check id>`, all sharing one set of containers.",
         "",
         "The checks use SageMaker's limits; tests and impatient users lower them:",

@@ -3,7 +3,8 @@
     pytest --sagemaker-image my-model:latest [--sagemaker-model-data URL] [--sagemaker-env K=V ...]
            [--sagemaker-payload FILE [--sagemaker-content-type T] [--sagemaker-accept T] ...]
            [--sagemaker-startup-timeout S] [--sagemaker-profile serverless]
-           [--sagemaker-image-size-limit SIZE] [-k start.healthy]
+           [--sagemaker-image-size-limit SIZE] [--sagemaker-streaming [--sagemaker-stream-body JSON]
+           [--sagemaker-stream-content-type T]] [-k start.healthy]
 
 adds one item per registered check, `smlocal-contract::<check id>` (select with `-k`: `-k
 smlocal-contract` for all of them, `-k shutdown` for a group), next to whatever else pytest collects.
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from contract_tests.cli import PAYLOAD_OPTIONS, PayloadOption, UsageError, payload_fields
+from contract_tests.cli import PAYLOAD_OPTIONS, PayloadOption, UsageError, payload_fields, stream_payload
 
 if TYPE_CHECKING:
     from contract_tests.registry import Check
@@ -95,6 +96,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action=PayloadOption,
         help="an Accept header for the --sagemaker-payload before it",
     )
+    group.addoption(
+        "--sagemaker-streaming",
+        action="store_true",
+        default=False,
+        help="the image streams its answers: run the streaming.* checks (skipped without it)",
+    )
+    group.addoption(
+        "--sagemaker-stream-body",
+        metavar="JSON",
+        default=None,
+        help="the request the model streams an answer to: JSON text or @FILE (default a text-generation "
+        "request)",
+    )
+    group.addoption(
+        "--sagemaker-stream-content-type",
+        metavar="T",
+        default=None,
+        help="the --sagemaker-stream-body's content type (default application/json)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -144,6 +164,12 @@ class ContractSession:
             payloads = payload_fields(
                 getattr(self.config.option, PAYLOAD_OPTIONS, None) or [], "--sagemaker-"
             )
+            stream = stream_payload(
+                self.config.getoption("sagemaker_streaming"),
+                self.config.getoption("sagemaker_stream_body"),
+                self.config.getoption("sagemaker_stream_content_type"),
+                "--sagemaker-",
+            )
         except UsageError as exc:
             raise pytest.UsageError(str(exc)) from exc
         return CheckConfig(
@@ -153,6 +179,7 @@ class ContractSession:
             image_size_limit_bytes=limit_bytes,
             environment=environment,
             limits=limits,
+            stream=stream,
             **payloads,
         )
 

@@ -69,6 +69,14 @@ class Payload:
     source: str = "the default payload"
 
 
+#: What the streaming.* checks send without --stream-body [U]: the request the common streaming LLM
+#: containers (Hugging Face TGI, DJL LMI) stream an answer to on /invocations. No body fits every image:
+#: give the one yours streams to.
+DEFAULT_STREAM_BODY = b'{"inputs": "Tell me a story.", "parameters": {"max_new_tokens": 64}, "stream": true}'
+#: Payload.source of DEFAULT_STREAM_BODY.
+DEFAULT_STREAM_SOURCE = "the default stream body"
+
+
 @dataclass(frozen=True)
 class CheckConfig:
     image: str
@@ -95,6 +103,9 @@ class CheckConfig:
     #: Check ids the user named exactly (`--check ID`; a group or the plugin's -k does not count): these
     #: run in full even on a slow model (see invocations.needs_variants).
     named_checks: frozenset[str] = frozenset()
+    #: `--streaming`: the request the streaming.* checks send (`--stream-body`, `--stream-content-type`;
+    #: DEFAULT_STREAM_BODY when none was given); None: the image was not said to stream, they are SKIPPED.
+    stream: Payload | None = None
 
     @property
     def payloads(self) -> tuple[Payload, ...]:
