@@ -11,7 +11,11 @@ A request is a JSON object:
 
 Anything else (not JSON, not an object, an unknown field, a wrong type or range) is a RequestError
 with status 400 and a message meant for the caller; an unsupported Content-Type is 415 and an Accept
-that allows neither PNG nor JSON is 406. The server turns a RequestError into `{"error": message}`.
+that allows neither PNG nor JSON (nor the streamed NDJSON) is 406. The server turns a RequestError into
+`{"error": message}`.
+
+The answer's form comes from Accept: image/png (the default), application/json (the PNG in base64), or
+application/x-ndjson: a streamed answer, one JSON line per denoising step, then the image (streaming.py).
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ SIDE_STEP = 8
 MAX_SEED = 2**63 - 1
 FIELDS = ("prompt", "negative_prompt", "num_inference_steps", "guidance_scale", "seed", "height", "width")
 
-OutputFormat = Literal["png", "json"]
+OutputFormat = Literal["png", "json", "ndjson"]
+#: The Accept that asks for a streamed answer (newline-delimited JSON, written as the steps finish).
+NDJSON = "application/x-ndjson"
 
 
 @dataclass(frozen=True)
@@ -220,17 +226,24 @@ def check_content_type(header: str | None) -> None:
 
 
 def output_format(accept: str | None) -> OutputFormat:
-    """JSON when Accept allows application/json; else PNG when it allows image/png (or is absent).
+    """NDJSON (streamed) when Accept names application/x-ndjson; else JSON when it allows
+    application/json; else PNG when it allows image/png (or is absent).
 
-    An Accept that allows neither (e.g. text/csv alone) is RequestError(406).
+    Streaming is asked for by name only: a wildcard (*/*, application/*) never selects it, so clients
+    that send one keep getting one answer. An Accept that allows none (e.g. text/csv alone) is
+    RequestError(406).
     """
     if accept is None or not accept.strip():
         return "png"
     allowed = {media for media, q in _media_types(accept) if q > 0}
+    if NDJSON in allowed:
+        return "ndjson"
     if allowed & {"application/json", "application/*"}:
         return "json"
     if allowed & {"image/png", "image/*", "*/*"}:
         return "png"
     raise RequestError(
-        f"Accept {accept} allows no answer this server makes: image/png or application/json", 406
+        f"Accept {accept} allows no answer this server makes: "
+        f"image/png, application/json or {NDJSON} (streamed)",
+        406,
     )

@@ -160,14 +160,26 @@ def test_other_content_types_get_415(header: str) -> None:
         ("application/json;q=0, image/png", "png"),
         ("text/html, application/*;q=0.5", "json"),
         ("text/html, */*;q=0.1", "png"),
+        ("application/x-ndjson", "ndjson"),
+        ("Application/X-NDJSON; charset=utf-8", "ndjson"),
+        ("image/png, application/x-ndjson;q=0.5", "ndjson"),  # asked for by name: it streams
+        ("application/x-ndjson;q=0, application/json", "json"),
+        ("application/*", "json"),  # a wildcard never selects the streamed answer
+        ("*/*", "png"),
     ],
 )
 def test_accept_picks_the_answer(accept: str | None, fmt: str) -> None:
     assert output_format(accept) == fmt
 
 
-@pytest.mark.parametrize("accept", ["text/csv", "image/jpeg", "application/json;q=0"])
+@pytest.mark.parametrize(
+    "accept", ["text/csv", "image/jpeg", "application/json;q=0", "application/x-ndjson;q=0"]
+)
 def test_accept_without_png_or_json_gets_406(accept: str) -> None:
     with pytest.raises(RequestError) as caught:
         output_format(accept)
     assert caught.value.status == 406
+    assert caught.value.message == (
+        f"Accept {accept} allows no answer this server makes: "
+        "image/png, application/json or application/x-ndjson (streamed)"
+    )
