@@ -51,7 +51,7 @@ from .inputs import (
 from .inputs import parse_request as parse_body
 from .pipeline import generate as generate_png
 from .pipeline import load_pipeline
-from .streaming import StepRelay, error_line, image_line, progress_line
+from .streaming import StepRelay, StreamCancelled, error_line, image_line, progress_line
 
 log = logging.getLogger("sd_server")
 
@@ -207,8 +207,9 @@ async def _stream(
         # end of its current step); the exception is retrieved here, as nobody may await it.
         state.in_flight -= 1
         relay.close()
-        if not done.cancelled():
-            done.exception()
+        error = None if done.cancelled() else done.exception()
+        if isinstance(error, StreamCancelled):
+            log.info("the streamed generation (seed %d) ended early: %s", job.seed, error)
 
     future.add_done_callback(finished)
     response: web.StreamResponse | None = None
