@@ -23,7 +23,15 @@ from emulator.model_data.store import ArtifactStore
 from emulator.runtime import gpus, labels
 from emulator.runtime.base import ContainerRuntime
 from emulator.runtime.docker import DockerRuntime
-from emulator.wire import admin_api, autoscaling_api, cloudwatch_api, control_api, guard, runtime_api
+from emulator.wire import (
+    admin_api,
+    autoscaling_api,
+    cloudwatch_api,
+    control_api,
+    guard,
+    runtime_api,
+    runtime_stream,
+)
 from emulator.wire.access import AccessCheck
 from emulator.wire.errors import unknown_target
 
@@ -216,7 +224,7 @@ def build_app(
     )
     app.router.add_post(
         "/endpoints/{name}/invocations-response-stream",
-        bind(runtime_api.not_implemented, "InvokeEndpointWithResponseStream"),
+        bind(runtime_stream.invoke_endpoint_with_response_stream, hooks, access),
     )
     app.router.add_get("/_smlocal/health", bind(admin_api.health))
     app.router.add_get("/_smlocal/endpoints/{name}/logs", bind(admin_api.endpoint_logs))

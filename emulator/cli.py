@@ -5,7 +5,7 @@ smlocal serve                      serve SageMaker's control plane and runtime o
 smlocal deploy IMAGE --model-data URL [--name N] [--instance-count K] [--env K=V ...]
 smlocal deploy --container NAME=IMAGE[,model=URL] ... [--mode serial|direct] [--name N]
 smlocal deploy IMAGE --multi-model PREFIX [--name N]
-smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--container NAME] [--output F]
+smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--container NAME] [--stream] [-o F]
 smlocal ls | logs ENDPOINT [--variant V] [--instance I] [--follow] | metrics ENDPOINT [--json]
 smlocal delete ENDPOINT | down [--state-dir D | --all]
 smlocal check IMAGE [--check ID ...] [--json F] [--junit F]   the hosting-contract checks (contract_tests)
@@ -179,6 +179,22 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help=f"seconds until the first 200 from /ping (default: {limits.startup_timeout_s:g})",
     )
+    for option, what, default in (
+        (
+            "--stream-first-byte-timeout",
+            "for a response stream's first byte",
+            limits.stream_first_byte_timeout_s,
+        ),
+        (
+            "--stream-idle-timeout",
+            "a response stream may be silent between parts",
+            limits.stream_idle_timeout_s,
+        ),
+        ("--stream-timeout", "for a whole response stream, from the request", limits.stream_timeout_s),
+    ):
+        p.add_argument(
+            option, type=_positive_float, metavar="S", help=f"seconds {what} (default: {default:g})"
+        )
     p.add_argument("--keep-containers", action="store_true", help="leave containers running on exit")
     p.add_argument(
         "--time-scale",
@@ -252,6 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--custom-attributes")
     p.add_argument("--container", help="TargetContainerHostname: the container of a Direct endpoint")
     p.add_argument("--target-model", help="TargetModel: the model of a multi-model endpoint (e.g. a.tar.gz)")
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="call InvokeEndpointWithResponseStream and write each part as it arrives",
+    )
     p.add_argument("--output", "-o")
     p.set_defaults(func=cmd_invoke)
 

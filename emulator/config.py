@@ -18,6 +18,10 @@ INVOCATION_TIMEOUT_S = 60.0  # answer /invocations within 60 s
 STOP_GRACE_S = 30.0  # SIGTERM, then SIGKILL 30 s later
 CONTAINER_PORT = 8080
 MAX_PAYLOAD_BYTES = 6_291_456  # request and response body cap for InvokeEndpoint
+#: InvokeEndpointWithResponseStream's limits: SageMaker publishes none [U] (docs/streaming.md).
+STREAM_FIRST_BYTE_TIMEOUT_S = 60.0  # the first byte of the body, as InvokeEndpoint's 60 s answer
+STREAM_IDLE_TIMEOUT_S = 60.0  # the longest silence between two parts
+STREAM_TIMEOUT_S = 600.0  # the whole answer, first byte to last
 
 #: Model data archives (untrusted input, extracted on the host): smlocal's own limits, not SageMaker's.
 ARCHIVE_MAX_HEADER_BYTES = 1 << 20  # one PAX extended header or GNU long-name/long-link record
@@ -48,6 +52,9 @@ class ContractLimits:
     container_port: int = CONTAINER_PORT
     max_request_bytes: int = MAX_PAYLOAD_BYTES
     max_response_bytes: int = MAX_PAYLOAD_BYTES
+    stream_first_byte_timeout_s: float = STREAM_FIRST_BYTE_TIMEOUT_S
+    stream_idle_timeout_s: float = STREAM_IDLE_TIMEOUT_S
+    stream_timeout_s: float = STREAM_TIMEOUT_S
 
     def replace(self, **changes: object) -> ContractLimits:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]

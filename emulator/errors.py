@@ -24,6 +24,10 @@
     │   ├── ModelTimeout            no answer within the invocation timeout
     │   ├── ModelUnreachable        connection refused/reset/closed by the container
     │   └── ModelResponseTooLarge   the container's answer exceeded the response cap
+    ├── ModelStreamFault            a response stream failed after its first byte: a ModelStreamError
+    │   │                           event (ErrorCode from the subclass), never an HTTP status
+    │   ├── StreamBroken            the container closed or reset the connection mid-answer
+    │   └── StreamTimeExceeded      the container stopped sending, or ran past the stream's time
     ├── ModelDataError              model data could not be fetched or extracted (FailureReason)
     ├── DeploymentFailed            a container could not be started or never became healthy
     ├── EngineError                 the container engine is missing or refused a request
@@ -179,6 +183,25 @@ class ModelUnreachable(ModelFault):
 
 class ModelResponseTooLarge(ModelFault):
     """The container's response body exceeded the response size cap."""
+
+
+class ModelStreamFault(SmlocalError):
+    """A streamed answer failed after its first part was sent: the client gets a ModelStreamError
+    event with `error_code` (spec §2.2), then the stream ends."""
+
+    error_code = "StreamBroken"
+
+
+class StreamBroken(ModelStreamFault):
+    """The container closed or reset the connection before the end of its chunked answer."""
+
+    error_code = "StreamBroken"
+
+
+class StreamTimeExceeded(ModelStreamFault):
+    """The container sent nothing for the idle limit, or its answer ran past the total limit."""
+
+    error_code = "ModelInvocationTimeExceeded"
 
 
 class ModelDataError(SmlocalError):

@@ -7,6 +7,7 @@ admin routes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 import time
@@ -119,6 +120,8 @@ def cmd_invoke(args: argparse.Namespace) -> int:
         kwargs["CustomAttributes"] = args.custom_attributes
     if args.container:
         kwargs["TargetContainerHostname"] = args.container
+    if args.stream:
+        return _invoke_stream(rt, kwargs, args.output)
     if args.target_model:
         kwargs["TargetModel"] = args.target_model
     response = rt.invoke_endpoint(**kwargs)
@@ -130,6 +133,27 @@ def cmd_invoke(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data)
         if not data.endswith(b"\n"):
             sys.stdout.buffer.write(b"\n")
+    return 0
+
+
+def _invoke_stream(rt: Any, kwargs: dict[str, Any], output: str | None) -> int:
+    """InvokeEndpointWithResponseStream: each part written (and flushed) as it arrives; a
+    ModelStreamError after some parts is raised after they are out (main prints it)."""
+    response = rt.invoke_endpoint_with_response_stream(**kwargs)
+    size = 0
+    last = b"\n"
+    with open(output, "wb") if output else contextlib.nullcontext(sys.stdout.buffer) as out:
+        for event in response["Body"]:
+            part = event.get("PayloadPart", {}).get("Bytes", b"")
+            if part:
+                out.write(part)
+                out.flush()
+                size += len(part)
+                last = part
+    if output:
+        print(f"{size} bytes ({response.get('ContentType')}) written to {output}", file=sys.stderr)
+    elif not last.endswith(b"\n"):
+        sys.stdout.buffer.write(b"\n")
     return 0
 
 

@@ -33,6 +33,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         limits = limits.replace(invocation_timeout_s=args.invocation_timeout)
     if args.startup_timeout is not None:
         limits = limits.replace(startup_timeout_s=args.startup_timeout)
+    for option, field in (
+        ("stream_first_byte_timeout", "stream_first_byte_timeout_s"),
+        ("stream_idle_timeout", "stream_idle_timeout_s"),
+        ("stream_timeout", "stream_timeout_s"),
+    ):
+        if getattr(args, option) is not None:
+            limits = limits.replace(**{field: getattr(args, option)})
     config = ServerConfig(
         state_dir=Path(args.state_dir).resolve(),
         host=args.host,

@@ -285,3 +285,25 @@ def pipeline_payload_too_large(source: str, target: str, size: int) -> str:  # [
         f"Received response from {source} with status code 200. However, the request payload from "
         f"{source} to {target} is {size} bytes, which has exceeded the maximum limit of 5 MB."
     )
+
+
+# ---------------------------------------------------------------------- response streaming (§2)
+
+
+def stream_time_exceeded(container: str = "primary") -> str:  # [O] a re:Post report of SageMaker's text
+    return f"Your model {container} did not complete sending the inference response in the allotted time."
+
+
+def stream_broken(detail: str, container: str = "primary") -> str:  # [U]
+    return f"Container {container} closed the connection before the end of its streamed response ({detail})."
+
+
+def internal_stream_failure(detail: str) -> str:  # [U]
+    return f"smlocal failed while streaming the response: {detail}. Try your request again."
+
+
+def streaming_multi_model(endpoint: str) -> str:  # [U]
+    return (
+        f"Endpoint {endpoint} is a multi-model endpoint: InvokeEndpointWithResponseStream cannot name a "
+        "TargetModel. Use InvokeEndpoint."
+    )

@@ -24,6 +24,7 @@ from emulator.errors import (
 )
 from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.fleet.invoker import ContainerReply
+from emulator.hosting.fleet.stream import ContainerStream
 from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.sampler import Sampler
 from emulator.model import messages
@@ -33,12 +34,18 @@ from emulator.wire.service_models import SAGEMAKER_RUNTIME, operation_model
 from emulator.wire.validation import validate_input
 
 _INVOKE = operation_model(SAGEMAKER_RUNTIME, "InvokeEndpoint")
-#: (member name, HTTP header) for every header-bound member of InvokeEndpoint.
-_HEADER_MEMBERS: tuple[tuple[str, str], ...] = tuple(
-    (name, shape.serialization["name"])
-    for name, shape in _INVOKE.input_shape.members.items()
-    if shape.serialization.get("location") == "header"
-)
+
+
+def header_members(operation: Any) -> tuple[tuple[str, str], ...]:
+    """(member name, HTTP header) for every header-bound member of an operation's input."""
+    return tuple(
+        (name, shape.serialization["name"])
+        for name, shape in operation.input_shape.members.items()
+        if shape.serialization.get("location") == "header"
+    )
+
+
+_HEADER_MEMBERS = header_members(_INVOKE)
 #: Request headers SageMaker passes to the container ([U] beyond Content-Type, Accept and
 #: custom attributes: see docs/api-coverage.md). Everything else is stripped.
 FORWARDED = (
@@ -52,17 +59,19 @@ FORWARDED = (
 VARIANT_HEADER = "x-Amzn-Invoked-Production-Variant"
 
 
-def _members(request: web.Request) -> dict[str, Any]:
+def members_of(
+    request: web.Request, header_members: tuple[tuple[str, str], ...] = _HEADER_MEMBERS
+) -> dict[str, Any]:
     headers = request.headers
     members: dict[str, Any] = {"EndpointName": request.match_info["name"]}
-    for member, header in _HEADER_MEMBERS:
+    for member, header in header_members:
         value = headers.get(header)
         if value is not None:
             members[member] = value
     return members
 
 
-async def _read_body(request: web.Request, limit: int) -> bytes:
+async def read_body(request: web.Request, limit: int) -> bytes:
     if request.content_length is not None and request.content_length > limit:
         raise PayloadTooLarge(messages.request_too_large(limit))
     try:
@@ -71,7 +80,7 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
         raise PayloadTooLarge(messages.request_too_large(limit)) from exc
 
 
-def _check_unsupported(members: dict[str, Any]) -> None:
+def check_unsupported(members: dict[str, Any]) -> None:
     if "InferenceComponentName" in members:
         raise ValidationFailed(
             "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy "
@@ -79,7 +88,7 @@ def _check_unsupported(members: dict[str, Any]) -> None:
         )
 
 
-def _outcome(status: int) -> int:
+def outcome_of(status: int) -> int:
     if 400 <= status < 500:
         return m.CLIENT_ERROR
     if 500 <= status < 600:
@@ -100,7 +109,7 @@ class MetricHooks:
         if exc.variant_name is None:  # hosting always sets it for a model call; defensive
             self.metrics.unattributed += 1
             return
-        outcome = _outcome(exc.original_status)
+        outcome = outcome_of(exc.original_status)
         total_s = time.perf_counter() - started
         self.metrics.record(endpoint, exc.variant_name, outcome, exc.model_latency_s, total_s)
         self._containers(endpoint, exc.variant_name, exc.container_calls, total_s - exc.model_latency_s)
@@ -111,13 +120,26 @@ class MetricHooks:
         if reply.calls:
             self._containers(endpoint, variant, reply.calls, total_s - reply.elapsed_s)
 
+    def stream_done(
+        self, endpoint: str, variant: str, stream: ContainerStream, outcome: int, started: float
+    ) -> None:
+        """A response stream's end (complete, failed or left by its client): the invocation's
+        metrics, ModelLatency to the last byte, and smlocal's TimeToFirstByte."""
+        total_s = time.perf_counter() - started
+        model_s = stream.model_latency_s
+        self.metrics.record(endpoint, variant, outcome, model_s, total_s)
+        self.metrics.record_first_byte(endpoint, variant, stream.first_byte_s)
+        calls = stream.calls(200 if outcome == m.OK else 0)
+        if calls:
+            self._containers(endpoint, variant, calls, total_s - model_s)
+
     def _containers(
         self, endpoint: str, variant: str, calls: tuple[ContainerCall, ...], overhead_s: float
     ) -> None:
         """A multi-container request's metrics per container: each call it made, with the
         request's OverheadLatency (docs/metrics.md)."""
         for call in calls:
-            outcome = m.OK if 200 <= call.status < 300 else _outcome(call.status)
+            outcome = m.OK if 200 <= call.status < 300 else outcome_of(call.status)
             self.metrics.record_container(
                 endpoint, variant, call.hostname, outcome, call.elapsed_s, overhead_s
             )
@@ -132,13 +154,13 @@ async def invoke_endpoint(
     started = time.perf_counter()
     request_id = str(uuid.uuid4())
     try:
-        members = _members(request)
-        body = await _read_body(request, svc.config.limits.max_request_bytes)
+        members = members_of(request)
+        body = await read_body(request, svc.config.limits.max_request_bytes)
         members["Body"] = body
         validate_input(_INVOKE.input_shape, members)
         if access is not None:  # `--iam-policies`: IAM decides before SageMaker's own checks
             access.invoke_endpoint(request.headers, request.query, members)
-        _check_unsupported(members)
+        check_unsupported(members)
         incoming = request.headers
         forward: CIMultiDict[str] = CIMultiDict()
         for name in FORWARDED:

@@ -147,6 +147,14 @@ def test_models_load_on_demand_and_answer_as_themselves(
             with pytest.raises(ClientError) as caught:
                 rt.invoke_endpoint(EndpointName="mme", Body=b"x", **extra)
             assert error_of(caught.value) == ("ValidationError", 400, message)
+        with pytest.raises(ClientError) as streamed:  # the stream operation has no TargetModel
+            rt.invoke_endpoint_with_response_stream(EndpointName="mme", Body=b"x")
+        assert error_of(streamed.value) == (
+            "ValidationError",
+            400,
+            "Endpoint mme is a multi-model endpoint: InvokeEndpointWithResponseStream cannot name a "
+            "TargetModel. Use InvokeEndpoint.",
+        )
         assert parts(call(rt, "mme", "a.tar.gz"))["loads"] == "1"  # still served, still loaded once
     finally:
         smlocal.cleanup("mme")

@@ -8,12 +8,14 @@ variant that answered) or a ModelFault naming the variant. The HTTP call and its
 fleet/invoker.py's, the choice of instance the variant's (fleet/variants.py). On a multi-container
 endpoint, TargetContainerHostname is checked here (Direct: required and known; otherwise refused)
 and the calls into an instance's containers are fleet/pipeline.py's (Direct: the one container;
-Serial: the chain). A streaming invoke path (a reply passed on as the container writes it)
-belongs here, beside `invoke` and `_call`."""
+Serial: the chain). `invoke_stream` is InvokeEndpointWithResponseStream's path: the same choices,
+then the container's answer handed on as it is written (fleet/stream.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import aiohttp
 from multidict import CIMultiDict
@@ -23,15 +25,35 @@ from emulator.errors import EndpointNotFound, ModelFault, ModelUnreachable, Vali
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet import pipeline
 from emulator.hosting.fleet.invoker import ContainerReply
-from emulator.hosting.fleet.variants import VariantFleet
+from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_stream
+from emulator.hosting.fleet.variants import Instance, VariantFleet
 from emulator.hosting.multi_model.host import TARGET_MODEL_HEADER
 from emulator.model import messages
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class Invocation:
     reply: ContainerReply
     variant_name: str
+
+
+@dataclass
+class StreamInvocation:
+    """A streamed answer under way: its container stream and the variant that answers. `close`
+    (once, always) ends the container call and the instance's count of it."""
+
+    stream: ContainerStream
+    variant_name: str
+    instance: Instance
+    closed: bool = False
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.stream.close()
+            self.instance.outstanding -= 1
 
 
 class Invocations(ServiceBase):
@@ -74,6 +96,30 @@ class Invocations(ServiceBase):
     ) -> ContainerReply:
         """One container call on the variant's chosen instance (a refused connection: once more)."""
         context = self._fault_contexts[endpoint_name]
+
+        async def call(instance: Instance) -> ContainerReply:
+            if not instance.containers:
+                return await self.invoker.invoke(instance.invocations_url, body, headers, context)
+            if target_container is not None:
+                container = instance.by_hostname[target_container]
+                return await pipeline.call_direct(self.invoker, container, body, headers, context)
+            budget_s = self.config.limits.invocation_timeout_s
+            return await pipeline.call_serial(self.invoker, instance, body, headers, context, budget_s)
+
+        reply, _ = await self._on_instance(endpoint_name, variant, call)
+        return reply
+
+    async def _on_instance(
+        self,
+        endpoint_name: str,
+        variant: VariantFleet,
+        call: Callable[[Instance], Awaitable[_T]],
+        hold: bool = False,
+    ) -> tuple[_T, Instance]:
+        """`call` on the variant's chosen instance, counted in its outstanding requests (`hold`: the
+        count stays up after a success, for the caller to take down: a stream until its end).
+        A refused connection is tried once more, on the instance picked next."""
+        context = self._fault_contexts[endpoint_name]
         for attempt in range(2):
             if not variant.instances:  # [U] every instance of the variant is being replaced
                 raise context.fault(
@@ -81,17 +127,10 @@ class Invocations(ServiceBase):
                 )
             instance = variant.picker.pick(variant.instances)
             instance.outstanding += 1
+            held = False
             try:
-                if not instance.containers:
-                    reply = await self.invoker.invoke(instance.invocations_url, body, headers, context)
-                elif target_container is not None:
-                    container = instance.by_hostname[target_container]
-                    reply = await pipeline.call_direct(self.invoker, container, body, headers, context)
-                else:
-                    budget_s = self.config.limits.invocation_timeout_s
-                    reply = await pipeline.call_serial(
-                        self.invoker, instance, body, headers, context, budget_s
-                    )
+                result = await call(instance)
+                held = hold
             except ModelUnreachable as exc:
                 # Refused, or a new connection dropped unanswered (exc.suspect; the invoker already
                 # retried a stale pooled one): the instance looks gone. Take it out of rotation now,
@@ -104,9 +143,57 @@ class Invocations(ServiceBase):
                     raise
                 continue
             finally:
-                instance.outstanding -= 1
-            return reply
+                if not held:
+                    instance.outstanding -= 1
+            return result, instance
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def invoke_stream(
+        self,
+        endpoint_name: str,
+        body: bytes,
+        headers: CIMultiDict[str],
+        target_variant: str | None,
+        target_container: str | None = None,
+    ) -> StreamInvocation:
+        """InvokeEndpointWithResponseStream: as `invoke` up to the container's first byte (the same
+        choices and ModelFaults), then the container's answer as a ContainerStream. The instance
+        counts the request as outstanding until `StreamInvocation.close`."""
+        fleet = self._fleets.get(endpoint_name)
+        if fleet is None:
+            raise EndpointNotFound(
+                messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
+            )
+        variant = fleet.choose(target_variant)
+        if variant is None:
+            raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
+        _check_target(endpoint_name, variant, target_container)
+        if variant.plan is not None and variant.plan.model.multi_model:
+            raise ValidationFailed(messages.streaming_multi_model(endpoint_name))
+        context = self._fault_contexts[endpoint_name]
+        limits = StreamLimits.of(self.config.limits)
+
+        async def call(instance: Instance) -> ContainerStream:
+            if not instance.containers:
+                return await open_stream(
+                    self.invoker, instance.invocations_url, body, headers, context, limits
+                )
+            if target_container is not None:
+                container = instance.by_hostname[target_container]
+                return await pipeline.open_direct_stream(
+                    self.invoker, container, body, headers, context, limits
+                )
+            budget_s = self.config.limits.invocation_timeout_s
+            return await pipeline.open_serial_stream(
+                self.invoker, instance, body, headers, context, budget_s, limits
+            )
+
+        try:
+            stream, instance = await self._on_instance(endpoint_name, variant, call, hold=True)
+        except ModelFault as fault:
+            fault.variant_name = variant.variant.variant_name
+            raise
+        return StreamInvocation(stream, variant.variant.variant_name, instance)
 
     async def _call_model(
         self, endpoint_name: str, variant: VariantFleet, body: bytes, headers: CIMultiDict[str], target: str

@@ -153,6 +153,10 @@ class Invoker:
         self._session = self._fresh = None
 
     @property
+    def max_response_bytes(self) -> int:
+        return self._max_response
+
+    @property
     def session(self) -> aiohttp.ClientSession:
         assert self._session is not None, "Invoker.start() not called"
         return self._session
@@ -174,22 +178,10 @@ class Invoker:
         non-2xx (following one would send the body to whatever URL the container names)."""
         started = time.perf_counter()
         answered = False
-        _reused.set(False)
         budget_s = self._timeout_s if timeout_s is None else timeout_s
         timeout = self._timeout if timeout_s is None else aiohttp.ClientTimeout(total=timeout_s)
         try:
-            try:
-                resp = await self._post(self.session, url, body, headers, timeout)
-            except aiohttp.ClientError as exc:
-                if not (_reused.get() and _closed_before_any_byte(exc)):
-                    raise
-                # The container closed this idle pooled connection as the request went out: it never
-                # read the request. Once more, on a new connection, within the same time budget.
-                self.stale_retries += 1
-                assert self._fresh is not None
-                left = max(0.001, budget_s - (time.perf_counter() - started))
-                budget = aiohttp.ClientTimeout(total=left)
-                resp = await self._post(self._fresh, url, body, headers, budget)
+            resp = await self.send(url, body, headers, timeout, started, budget_s)
             answered = True
             async with resp:
                 if resp.content_length is not None and resp.content_length > self._max_response:
@@ -202,23 +194,49 @@ class Invoker:
                 if resp.content_length is not None:
                     data = await resp.read()
                 else:
-                    data = await self._read_capped(resp, context, container)
+                    data = await self.read_capped(resp, context, container)
                 status = resp.status
                 content_type = resp.headers.get("Content-Type")
                 passed_back = {name: resp.headers[name] for name in PASSED_BACK if name in resp.headers}
         except TimeoutError as exc:
             fault = context.fault(ModelTimeout, 0, messages.invocation_timed_out(container), container)
-            raise _timed(fault, started) from exc
+            raise timed(fault, started) from exc
         except aiohttp.ClientError as exc:
-            raise _timed(_unreachable(exc, answered, context, container), started) from exc
+            raise timed(unreachable(exc, answered, context, container), started) from exc
         except ModelFault as fault:
-            _timed(fault, started)
+            timed(fault, started)
             raise
         elapsed = time.perf_counter() - started
         if not 200 <= status < 300:
             original = data.decode("utf-8", errors="replace")
-            raise _timed(context.fault(ModelErrorResponse, status, original, container), started)
+            raise timed(context.fault(ModelErrorResponse, status, original, container), started)
         return ContainerReply(status, data, content_type, passed_back, elapsed)
+
+    async def send(
+        self,
+        url: URL,
+        body: bytes,
+        headers: CIMultiDict[str],
+        timeout: aiohttp.ClientTimeout,
+        started: float,
+        budget_s: float | None,
+    ) -> aiohttp.ClientResponse:
+        """POST and read the status line and headers, on a pooled connection; once more on a fresh
+        one if the pooled one was closed before any byte came back (the class's retry rule).
+        `budget_s`: the time budget the retry gets what is left of (None: no limit, the caller's)."""
+        _reused.set(False)
+        try:
+            return await self._post(self.session, url, body, headers, timeout)
+        except aiohttp.ClientError as exc:
+            if not (_reused.get() and _closed_before_any_byte(exc)):
+                raise
+            # The container closed this idle pooled connection as the request went out: it never
+            # read the request. Once more, on a new connection, within the same time budget.
+            self.stale_retries += 1
+            assert self._fresh is not None
+            if budget_s is not None:
+                timeout = aiohttp.ClientTimeout(total=max(0.001, budget_s - (time.perf_counter() - started)))
+            return await self._post(self._fresh, url, body, headers, timeout)
 
     @staticmethod
     async def _post(
@@ -231,7 +249,7 @@ class Invoker:
         """Send the request and read the status line and headers (the body is read by the caller)."""
         return await session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
 
-    async def _read_capped(
+    async def read_capped(
         self, resp: aiohttp.ClientResponse, context: FaultContext, container: str = "primary"
     ) -> bytes:
         """Read a body of unknown length (chunked), failing as soon as it passes the cap."""
@@ -246,7 +264,7 @@ class Invoker:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _unreachable(
+def unreachable(
     exc: aiohttp.ClientError, answered: bool, context: FaultContext, container: str = "primary"
 ) -> ModelFault:
     """The fault for a failed connection, in words that say what happened. `suspect`: the container
@@ -270,7 +288,7 @@ def _unreachable(
     return fault
 
 
-def _timed(fault: ModelFault, started: float) -> ModelFault:
+def timed(fault: ModelFault, started: float) -> ModelFault:
     """Record how long the container call took on a fault (its ModelLatency)."""
     fault.model_latency_s = time.perf_counter() - started
     return fault

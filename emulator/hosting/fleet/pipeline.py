@@ -31,6 +31,7 @@ from multidict import CIMultiDict
 
 from emulator.errors import ContainerCall, ModelFault, ModelResponseTooLarge, ModelTimeout
 from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, Invoker
+from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_stream
 from emulator.hosting.fleet.variants import Instance, InstanceContainer
 from emulator.model import messages
 
@@ -55,6 +56,82 @@ async def call_direct(
     return dataclasses.replace(reply, calls=(call,))
 
 
+class _Chain:
+    """One request's way through a pipeline: the headers each hop gets, the time budget, the calls
+    made so far and their summed ModelLatency."""
+
+    def __init__(
+        self, instance: Instance, headers: CIMultiDict[str], context: FaultContext, budget_s: float
+    ) -> None:
+        self.started = time.perf_counter()
+        self.containers = instance.containers
+        self.context = context
+        self.budget_s = budget_s
+        self.model_latency = 0.0
+        self.calls: list[ContainerCall] = []
+        self.headers = CIMultiDict(headers)
+        self._accept = self.headers.popall("Accept", [])
+
+    def left(self, container: InstanceContainer) -> float:
+        """What is left of the budget for this hop (a hop with nothing left: the timeout fault)."""
+        left = self.budget_s - (time.perf_counter() - self.started)
+        if left <= 0:
+            text = messages.invocation_timed_out(container.hostname)
+            raise self.context.fault(ModelTimeout, 0, text, container.hostname)
+        return left
+
+    def last_hop(self) -> InstanceContainer:
+        """The last container, its headers now with the client's Accept."""
+        for value in self._accept:
+            self.headers.add("Accept", value)
+        return self.containers[-1]
+
+    def failed(self, fault: ModelFault, container: InstanceContainer) -> ModelFault:
+        self.calls.append(ContainerCall(container.hostname, fault.original_status, fault.model_latency_s))
+        fault.container_calls = tuple(self.calls)
+        fault.model_latency_s += self.model_latency
+        return fault
+
+    def answered(self, container: InstanceContainer, status: int, elapsed_s: float) -> None:
+        self.model_latency += elapsed_s
+        self.calls.append(ContainerCall(container.hostname, status, elapsed_s))
+
+    async def before_last(self, invoker: Invoker, body: bytes) -> bytes:
+        """Every hop but the last; returns the body for the last one."""
+        context = self.context
+        for i, container in enumerate(self.containers[:-1]):
+            try:
+                reply = await invoker.invoke(
+                    container.invocations_url,
+                    body,
+                    self.headers,
+                    context,
+                    container.hostname,
+                    self.left(container),
+                )
+            except ModelFault as fault:
+                fault = self.failed(fault, container)
+                if i == 0:
+                    raise
+                raise fault from None  # never retried elsewhere: earlier containers did their work
+            self.answered(container, reply.status, reply.elapsed_s)
+            if len(reply.body) > MAX_INTERMEDIATE_BYTES:
+                nxt = self.containers[i + 1].hostname
+                text = messages.pipeline_payload_too_large(container.hostname, nxt, len(reply.body))
+                too_large = ModelResponseTooLarge(
+                    text, reply.status, text, context.account.log_group_arn(context.endpoint_name)
+                )
+                too_large.model_latency_s = self.model_latency
+                too_large.container_calls = tuple(self.calls)
+                raise too_large
+            body = reply.body
+            if reply.content_type is None:
+                self.headers.popall("Content-Type", None)
+            else:
+                self.headers["Content-Type"] = reply.content_type
+        return body
+
+
 async def call_serial(
     invoker: Invoker,
     instance: Instance,
@@ -63,50 +140,68 @@ async def call_serial(
     context: FaultContext,
     budget_s: float,
 ) -> ContainerReply:
-    started = time.perf_counter()
-    model_latency = 0.0
-    calls: list[ContainerCall] = []
-    containers = instance.containers
-    hop_headers = CIMultiDict(headers)
-    accept = hop_headers.popall("Accept", [])
-    for i, container in enumerate(containers):
-        last = i == len(containers) - 1
-        if last:
-            for value in accept:
-                hop_headers.add("Accept", value)
-        left = budget_s - (time.perf_counter() - started)
-        try:
-            if left <= 0:
-                fault = context.fault(
-                    ModelTimeout, 0, messages.invocation_timed_out(container.hostname), container.hostname
-                )
-                raise fault
-            reply = await invoker.invoke(
-                container.invocations_url, body, hop_headers, context, container.hostname, left
-            )
-        except ModelFault as fault:
-            calls.append(ContainerCall(container.hostname, fault.original_status, fault.model_latency_s))
-            fault.container_calls = tuple(calls)
-            fault.model_latency_s += model_latency
-            if i == 0:
-                raise
-            raise fault from None  # never retried elsewhere: earlier containers did their work
-        model_latency += reply.elapsed_s
-        calls.append(ContainerCall(container.hostname, reply.status, reply.elapsed_s))
-        if last:
-            return dataclasses.replace(reply, elapsed_s=model_latency, calls=tuple(calls))
-        if len(reply.body) > MAX_INTERMEDIATE_BYTES:
-            nxt = containers[i + 1].hostname
-            text = messages.pipeline_payload_too_large(container.hostname, nxt, len(reply.body))
-            too_large = ModelResponseTooLarge(
-                text, reply.status, text, context.account.log_group_arn(context.endpoint_name)
-            )
-            too_large.model_latency_s = model_latency
-            too_large.container_calls = tuple(calls)
-            raise too_large
-        body = reply.body
-        if reply.content_type is None:
-            hop_headers.popall("Content-Type", None)
-        else:
-            hop_headers["Content-Type"] = reply.content_type
-    raise AssertionError("a pipeline has at least one container")
+    chain = _Chain(instance, headers, context, budget_s)
+    body = await chain.before_last(invoker, body)
+    last = chain.last_hop()
+    try:
+        reply = await invoker.invoke(
+            last.invocations_url, body, chain.headers, context, last.hostname, chain.left(last)
+        )
+    except ModelFault as fault:
+        fault = chain.failed(fault, last)
+        if len(chain.containers) == 1:
+            raise
+        raise fault from None
+    chain.answered(last, reply.status, reply.elapsed_s)
+    return dataclasses.replace(reply, elapsed_s=chain.model_latency, calls=tuple(chain.calls))
+
+
+async def open_serial_stream(
+    invoker: Invoker,
+    instance: Instance,
+    body: bytes,
+    headers: CIMultiDict[str],
+    context: FaultContext,
+    budget_s: float,
+    limits: StreamLimits,
+) -> ContainerStream:
+    """A pipeline's answer streamed [U]: every hop but the last as InvokeEndpoint's (whole answers,
+    within the invocation budget), the last one's answer streamed within the stream's limits. The
+    stream's `calls_before` and `latency_before` carry the earlier hops for the metrics."""
+    chain = _Chain(instance, headers, context, budget_s)
+    body = await chain.before_last(invoker, body)
+    last = chain.last_hop()
+    try:
+        stream = await open_stream(
+            invoker, last.invocations_url, body, chain.headers, context, limits, last.hostname
+        )
+    except ModelFault as fault:
+        fault = chain.failed(fault, last)
+        if len(chain.containers) == 1:
+            raise
+        raise fault from None
+    stream.calls_before = tuple(chain.calls)
+    stream.latency_before = chain.model_latency
+    stream.per_container = True
+    return stream
+
+
+async def open_direct_stream(
+    invoker: Invoker,
+    container: InstanceContainer,
+    body: bytes,
+    headers: CIMultiDict[str],
+    context: FaultContext,
+    limits: StreamLimits,
+) -> ContainerStream:
+    try:
+        stream = await open_stream(
+            invoker, container.invocations_url, body, headers, context, limits, container.hostname
+        )
+    except ModelFault as fault:
+        fault.container_calls = (
+            ContainerCall(container.hostname, fault.original_status, fault.model_latency_s),
+        )
+        raise
+    stream.per_container = True
+    return stream

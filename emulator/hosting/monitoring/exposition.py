@@ -16,6 +16,11 @@ from emulator.hosting.monitoring.catalogue import (
 )
 from emulator.hosting.monitoring.series import Period, Stat, VariantSeries
 
+#: smlocal's own metrics (not CloudWatch's): their namespace in `smlocal metrics` JSON.
+SMLOCAL_NAMESPACE = "smlocal"
+TIME_TO_FIRST_BYTE = "TimeToFirstByte"
+TTFB_FAMILY = "smlocal_time_to_first_byte_microseconds"
+
 
 def report(
     endpoint: str,
@@ -116,6 +121,13 @@ def prometheus(series: Iterable[VariantSeries], containers: Iterable[VariantSeri
         family(
             info, f"SageMaker {name} (multi-model endpoints): sum and count of the values recorded.", mme_rows
         )
+    ttfb = [(s, suffix, v) for s in all_series if s.first_byte_count for suffix, v in _ttfb(s)]
+    out.append(
+        f"# HELP {TTFB_FAMILY} smlocal's own: response streams' time to the first byte, in microseconds."
+    )
+    out.append(f"# TYPE {TTFB_FAMILY} summary")
+    for s, suffix, value in ttfb:
+        out.append(f"{TTFB_FAMILY}{suffix}{{{_labels(s)}}} {_number(value)}")
     out.append("# HELP sagemaker_variant_instances Instances of the variant.")
     out.append("# TYPE sagemaker_variant_instances gauge")
     for s in all_series:
@@ -232,7 +244,15 @@ def _period_metrics(endpoint: str, variant: str, p: Period) -> dict[str, dict[st
     for name, stats in out.items():
         info = METRICS_BY_NAME[name]
         stats.update({"Namespace": info.namespace, "Unit": info.unit, "Dimensions": dims})
+    if p.first_byte.count:  # smlocal's own, not a CloudWatch metric
+        ttfb: dict[str, Any] = dict(p.first_byte.statistics())
+        ttfb.update({"Namespace": SMLOCAL_NAMESPACE, "Unit": "Microseconds", "Dimensions": dims})
+        out[TIME_TO_FIRST_BYTE] = ttfb
     return out
+
+
+def _ttfb(s: VariantSeries) -> tuple[tuple[str, float], tuple[str, float]]:
+    return (("_sum", s.first_byte_sum), ("_count", float(s.first_byte_count)))
 
 
 def _iso(epoch_s: float) -> str:

@@ -65,6 +65,7 @@ class Period:
         "model_loading",
         "cache_hit",
         "loaded_models",
+        "first_byte",
     )
 
     def __init__(self, index: int) -> None:
@@ -88,6 +89,8 @@ class Period:
         self.model_loading = Stat()
         self.cache_hit = Stat()
         self.loaded_models = Stat()
+        # smlocal's own: response streams' time to first byte (not a CloudWatch metric)
+        self.first_byte = Stat()
 
 
 class VariantSeries:
@@ -116,6 +119,8 @@ class VariantSeries:
         "gpu_memory_last",
         "sampled_sums",
         "sampled_counts",
+        "first_byte_sum",
+        "first_byte_count",
     )
 
     def __init__(
@@ -143,6 +148,9 @@ class VariantSeries:
         #: LoadedModelCount's last sample per instance under "LoadedModelCount/{instance}"
         self.sampled_sums: dict[str, float] = {}
         self.sampled_counts: dict[str, int] = {}
+        #: response streams: running sum (microseconds) and count of their time to first byte
+        self.first_byte_sum = 0.0
+        self.first_byte_count = 0
 
     def period(self, index: int) -> Period:
         current = self.current

@@ -201,6 +201,15 @@ class Metrics:
         series.sampled_sums[name] = series.sampled_sums.get(name, 0.0) + value
         series.sampled_counts[name] = series.sampled_counts.get(name, 0) + 1
 
+    def record_first_byte(self, endpoint: str, variant: str, seconds: float) -> None:
+        """A response stream's time from the request to the container's first byte (smlocal's own
+        metric: TimeToFirstByte in `smlocal metrics`, smlocal_time_to_first_byte_* in /metrics)."""
+        index = int(self._clock() // self.period_s)
+        series = self._get(endpoint, variant, index)
+        series.period(index).first_byte.add(seconds * 1e6)
+        series.first_byte_sum += seconds * 1e6
+        series.first_byte_count += 1
+
     async def after_each_period(self, evaluate: Callable[[], None], what: str) -> None:
         """Call `evaluate` just after each period closes, as CloudWatch evaluates complete
         datapoints, until cancelled; a failing call is logged and the next period tried."""
