@@ -26,7 +26,10 @@ import pytest
 
 from emulator.cli import main as smlocal_main
 from emulator.config import ContractLimits
+from emulator.demo import DemoOptions, run_demo
 from emulator.runtime import labels
+from emulator.runtime.labels import owner_id
+from tests.fixtures.docker_env import track_owner
 from tests.fixtures.sample import BUILD_DIR
 from tests.fixtures.smlocal_server import Smlocal, error_of, start_smlocal
 
@@ -274,3 +277,53 @@ def test_a_client_leaving_mid_stream_stops_the_generation_and_the_container_serv
         assert client.get(f"{url}/ping").status_code == 200
         after = client.post(f"{url}/invocations", json=REQUEST, headers={"Accept": "image/png"})
         assert after.status_code == 200 and after.content.startswith(PNG_MAGIC)
+
+
+# ------------------------------------------------------------------ streamed, through smlocal and boto3
+
+
+def test_the_stream_op_through_smlocal_hands_on_each_line_then_the_png(sd: Smlocal) -> None:
+    """Unchanged boto3: X-Amzn-SageMaker-Accept reaches the container as Accept, the parts re-assemble
+    (across any cut) to the container's lines, and its headers come back as the stream's."""
+    png, _ = invoke(sd, REQUEST)
+    response = sd.rt.invoke_endpoint_with_response_stream(
+        EndpointName=NAME,
+        Body=json.dumps(REQUEST).encode(),
+        ContentType="application/json",
+        Accept="application/x-ndjson",
+    )
+    assert response["ContentType"] == "application/x-ndjson"
+    assert response["CustomAttributes"] == "seed=7"
+    assert response["InvokedProductionVariant"] == "AllTraffic"
+    data = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"] if "PayloadPart" in event)
+    *progress, last = [json.loads(line) for line in data.splitlines()]
+    assert progress == [{"event": "progress", "step": i, "steps": 3} for i in (1, 2, 3)]  # 2 steps + PNDM's 1
+    assert last["event"] == "image" and base64.b64decode(last["image"]) == png
+
+
+def test_smlocal_demo_stream_shows_the_steps_and_writes_the_png(
+    sample_image: str, sample_model_tar: Path, tmp_path: Path
+) -> None:
+    """`smlocal demo --stream` as run_demo runs it (in this process, on this tree's image tag)."""
+    from rich.console import Console
+
+    state_dir = tmp_path / "state"
+    track_owner(owner_id(state_dir.resolve()))  # the session's leak check covers the demo's containers
+    out = tmp_path / "streamed.png"
+    options = DemoOptions(
+        out=out,
+        port=0,
+        state_dir=state_dir,
+        build_dir=BUILD_DIR,
+        stream=True,
+        image=sample_image,
+        requests=2,
+        startup_timeout_s=LIMITS.startup_timeout_s,
+    )
+    console = Console(file=io.StringIO(), width=160)
+    assert run_demo(options, console=console) == 0
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert out.read_bytes().startswith(PNG_MAGIC)
+    assert "time to first part (streamed)" in text and "first " in text, text[-2000:]
+    # the default 4 steps: PNDM's 5 denoising passes, each its own line, then the image
+    assert "5 step lines of 5, then the image, in " in text, text[-2000:]
