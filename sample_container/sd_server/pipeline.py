@@ -137,7 +137,13 @@ def generate(pipe: Any, request: GenerationRequest, on_step: StepCallback | None
     if on_step is not None:
         report = on_step
 
+        on_gpu = getattr(pipe.device, "type", "cpu") == "cuda"
+
         def step_ended(pipeline: Any, index: int, timestep: Any, tensors: dict[str, Any]) -> dict[str, Any]:
+            if on_gpu:
+                # CUDA kernels run asynchronously: without this the loop, and its progress lines, run
+                # ahead of the GPU by as many steps as the launch queue holds.
+                torch.cuda.synchronize(pipeline.device)
             report(index + 1, int(pipeline.num_timesteps))
             return tensors
 
