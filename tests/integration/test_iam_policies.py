@@ -336,3 +336,23 @@ def test_smlocal_serve_refuses_a_bad_file_at_start(tmp_path: Path) -> None:
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert f"smlocal: --iam-policies {missing}: cannot read it:" in out.decode()
+
+
+def test_the_stream_operation_is_authorized_as_invoke_endpoint(guarded: Smlocal) -> None:
+    """InvokeEndpointWithResponseStream needs sagemaker:InvokeEndpoint (its API reference): the same
+    policies allow and deny it, with the same texts."""
+    carol = runtime(guarded.server.url, "AKIACAROL")
+    streamed = carol.invoke_endpoint_with_response_stream(
+        EndpointName="guarded", Body=b"hi", TargetContainerHostname="public"
+    )
+    body = b"".join(e["PayloadPart"]["Bytes"] for e in streamed["Body"] if "PayloadPart" in e)
+    assert body.startswith(b"hi|public:")
+    for user, key, extra, explicit in (
+        ("carol", "AKIACAROL", {"TargetContainerHostname": "secret-1"}, True),
+        ("bob", "AKIABOB", {}, False),
+    ):
+        with pytest.raises(ClientError) as exc:
+            runtime(guarded.server.url, key).invoke_endpoint_with_response_stream(
+                EndpointName="guarded", Body=b"hi", **extra
+            )
+        assert error_of(exc) == ("AccessDeniedException", 403, _denied(user, explicit))
