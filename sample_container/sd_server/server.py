@@ -12,10 +12,10 @@ When and why:
 - POST /invocations parses the body on the event loop, then runs the generation in a single-worker
   thread pool: one GPU (or CPU) job at a time, later requests wait their turn, and the loop keeps
   answering /ping and accepting connections meanwhile (the contract's 2 s ping and 250 ms accept rules).
-- With `Accept: application/x-ndjson` the answer streams (chunked): a JSON line per denoising step as it
-  ends, then the image (streaming.py). The status and headers go out with the first step's line, so a
-  failure before it is still an ordinary 500. A client that leaves mid-stream stops the generation at
-  its next step, and the worker takes the next request.
+- With `Accept: application/x-ndjson` (or "stream": true in the body) the answer streams (chunked): a
+  JSON line per denoising step as it ends, then the image (streaming.py). The status and headers go out
+  with the first step's line, so a failure before it is still an ordinary 500. A client that leaves
+  mid-stream stops the generation at its next step, and the worker takes the next request.
 - On SIGTERM `serve` stops listening, lets the requests in flight finish (at most DRAIN_S, inside
   SageMaker's 30 s grace period), and returns 0.
 """
@@ -141,7 +141,7 @@ def _make_invocations(limits: Limits, generate: Generate) -> Callable[[web.Reque
         if state.status == "failed":
             return json_error(500, f"the model failed to load: {state.error}")
         headers = {CUSTOM_ATTRIBUTES: f"seed={job.seed}"}
-        if fmt == "ndjson":
+        if fmt == "ndjson" or job.stream:
             return await _stream(request, state, job, generate, headers)
         state.in_flight += 1
         started = time.monotonic()

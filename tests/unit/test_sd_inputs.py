@@ -111,6 +111,8 @@ def test_max_side_is_configurable() -> None:
         ({"prompt": "x", "height": 7}, '"height" must be between 8 and'),
         ({"prompt": "x", "width": 0}, '"width" must be between 8 and'),
         ({"prompt": "x", "width": {"a": 1}}, '"width" must be an integer, not an object'),
+        ({"prompt": "x", "stream": "yes"}, '"stream" must be true or false, not a string'),
+        ({"prompt": "x", "stream": 1}, '"stream" must be true or false, not the number 1'),
     ],
 )
 def test_bad_requests_say_why(body: object, reason: str) -> None:
@@ -144,6 +146,12 @@ def test_other_content_types_get_415(header: str) -> None:
         check_content_type(header)
     assert caught.value.status == 415
     assert "application/json" in caught.value.message
+
+
+@pytest.mark.parametrize(("value", "stream"), [(True, True), (False, False), (None, False)])
+def test_stream_is_an_optional_boolean(value: bool | None, stream: bool) -> None:
+    assert parse({"prompt": "x", "stream": value}).stream is stream
+    assert parse({"prompt": "x"}).stream is False
 
 
 @pytest.mark.parametrize(

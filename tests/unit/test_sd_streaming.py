@@ -282,6 +282,21 @@ async def test_a_client_that_leaves_stops_the_generation_and_frees_the_worker(
             assert await asyncio.wait_for(server.wait_and_drain(), WAIT_S) == 0
 
 
+async def test_a_body_with_stream_true_streams_whatever_the_accept() -> None:
+    """For clients that cannot set Accept (or that ask as LLM servers are asked): "stream": true."""
+    stepper = Stepper(steps=2)
+    stepper.release()
+    async with TestClient(serve(stepper)) as client:
+        await started(client)
+        for headers in ({}, {"Accept": "image/png"}, {"Accept": "application/json"}):
+            response = await client.post("/invocations", json={**SMALL, "stream": True}, headers=headers)
+            assert response.status == 200 and response.content_type == NDJSON
+            events = [json.loads(line)["event"] for line in (await response.read()).splitlines()]
+            assert events == ["progress", "progress", "image"]
+        response = await client.post("/invocations", json={**SMALL, "stream": False})
+        assert response.status == 200 and await response.read() == FAKE_PNG
+
+
 async def test_without_the_ndjson_accept_nothing_streams() -> None:
     stepper = Stepper(steps=2)
     stepper.release()
