@@ -299,6 +299,15 @@ def test_the_stream_op_through_smlocal_hands_on_each_line_then_the_png(sd: Smloc
     *progress, last = [json.loads(line) for line in data.splitlines()]
     assert progress == [{"event": "progress", "step": i, "steps": 3} for i in (1, 2, 3)]  # 2 steps + PNDM's 1
     assert last["event"] == "image" and base64.b64decode(last["image"]) == png
+    # without an Accept (as smlocal check --streaming sends its --stream-body): "stream": true asks
+    asked = sd.rt.invoke_endpoint_with_response_stream(
+        EndpointName=NAME,
+        Body=json.dumps({**REQUEST, "stream": True}).encode(),
+        ContentType="application/json",
+    )
+    assert asked["ContentType"] == "application/x-ndjson"
+    again = b"".join(event["PayloadPart"]["Bytes"] for event in asked["Body"] if "PayloadPart" in event)
+    assert again == data
 
 
 def test_smlocal_demo_stream_shows_the_steps_and_writes_the_png(
