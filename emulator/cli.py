@@ -328,6 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=4, help="inference steps (default 4)")
     p.add_argument("--size", type=int, default=64, help="image width and height in pixels (default 64)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="invoke with InvokeEndpointWithResponseStream: a progress bar fed by the streamed steps",
+    )
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("check", help="check an image against SageMaker's hosting contract")

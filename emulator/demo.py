@@ -6,6 +6,9 @@ Diffusion model.tar.gz (sample_container.model_builder), then an smlocal server 
 through boto3, exactly as a user would: CreateModel (ModelDataUrl = the tar.gz), CreateEndpointConfig
 (ml.m5.xlarge, or ml.g5.xlarge with --gpu), CreateEndpoint, wait for InService, InvokeEndpoint with a
 prompt, the PNG written to --out. Then the endpoint is deleted and the server stopped, unless --keep.
+With --stream the invocations use InvokeEndpointWithResponseStream (Accept: application/x-ndjson): a
+progress bar moves with each denoising step the container streams, and the summary gives the time to
+the first part (emulator.demo_stream reads the stream).
 
 The image build happens in a build folder (default .smlocal/build) that keeps the wheelhouse between
 runs, so a second run builds from Docker's layer cache in seconds. emulator.commands.standalone builds
@@ -32,6 +35,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from emulator.config import DEFAULT_REGION, ServerConfig
+from emulator.demo_stream import StepsBar, StreamedImage, invoke_streamed
 from emulator.errors import SmlocalError
 from emulator.sample_image import (
     DEFAULT_TORCH_VARIANT,
@@ -70,12 +74,23 @@ class DemoOptions:
     seed: int = 0
     requests: int = 3
     startup_timeout_s: float = 480.0
+    #: invoke with InvokeEndpointWithResponseStream and show the streamed steps (--stream)
+    stream: bool = False
+    #: the sample image's tag (None: the torch variant's, emulator.sample_image.sample_tag)
+    image: str | None = None
+
+    @property
+    def image_tag(self) -> str:
+        return self.image or sample_tag(self.torch)
 
 
 @dataclass
 class Timings:
     steps: dict[str, float] = field(default_factory=dict)
     requests: list[float] = field(default_factory=list)
+    #: --stream: seconds from each call to its first PayloadPart, and what the first stream held
+    first_parts: list[float] = field(default_factory=list)
+    streamed: StreamedImage | None = None
     #: the image's torch build, from its label
     torch_build: str = "unknown"
 
@@ -132,14 +147,14 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
     level = smlocal_log.level
     smlocal_log.setLevel(max(logging.WARNING, smlocal_log.getEffectiveLevel()))
     smlocal_log.propagate = False
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), StepsBar(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=console, transient=True) as progress:
             with _step(progress, timings, "engine", "Docker engine") as log:
                 ensure_engine(log=log)
             with _step(progress, timings, "base", "Base image") as log:
                 base = ensure_base_image(log=log)
-            image = sample_tag(options.torch)
+            image = options.image_tag
             with _step(progress, timings, "image", f"Sample image {image} (wheelhouse + build)") as log:
                 build_sample_image(build_dir, tag=image, base_image=base, log=log, variant=options.torch)
                 timings.torch_build = image_torch_build(image)
@@ -172,7 +187,7 @@ def _serve_and_invoke(
         instance_type = GPU_INSTANCE_TYPE if options.gpu else CPU_INSTANCE_TYPE
         with _step(progress, timings, "deploy", f"Endpoint {ENDPOINT_NAME} on {instance_type}") as log:
             timeout_s = options.startup_timeout_s + 60
-            image = sample_tag(options.torch)
+            image = options.image_tag
             described = _deploy(sm, model_tar, instance_type, progress, timeout_s, image)
             log(f"{described['EndpointArn']}: {described['EndpointStatus']}")
         if described["EndpointStatus"] != "InService":
@@ -180,7 +195,7 @@ def _serve_and_invoke(
             console.print(f"[bold red]Endpoint {ENDPOINT_NAME} failed:[/] {escape(reason)}", highlight=False)
             _print_logs(server.url, console)
             return 1
-        png = _invoke(rt, options, timings, progress)
+        png = (_invoke_streamed if options.stream else _invoke)(rt, options, timings, progress)
         out = options.out.resolve()
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(png)
@@ -244,14 +259,7 @@ def _deploy(
 
 
 def _invoke(rt: Any, options: DemoOptions, timings: Timings, progress: Progress) -> bytes:
-    body = {
-        "prompt": options.prompt,
-        "num_inference_steps": options.steps,
-        "guidance_scale": 7.5,
-        "seed": options.seed,
-        "height": options.height,
-        "width": options.width,
-    }
+    body = _request_body(options)
     png = b""
     task = progress.add_task(f"Invoking {ENDPOINT_NAME} ({options.requests} request(s))", total=None)
     try:
@@ -272,6 +280,27 @@ def _invoke(rt: Any, options: DemoOptions, timings: Timings, progress: Progress)
     if not png.startswith(b"\x89PNG\r\n\x1a\n"):
         raise DemoFailed(f"The endpoint answered {len(png)} bytes that are not a PNG: {png[:200]!r}")
     return png
+
+
+def _invoke_streamed(rt: Any, options: DemoOptions, timings: Timings, progress: Progress) -> bytes:
+    body = json.dumps(_request_body(options)).encode()
+    runs = invoke_streamed(rt, ENDPOINT_NAME, body, max(1, options.requests), progress)
+    for seconds, streamed in runs:
+        timings.requests.append(seconds)
+        timings.first_parts.append(streamed.first_part_s)
+    timings.streamed = runs[0][1]
+    return runs[0][1].png
+
+
+def _request_body(options: DemoOptions) -> dict[str, Any]:
+    return {
+        "prompt": options.prompt,
+        "num_inference_steps": options.steps,
+        "guidance_scale": 7.5,
+        "seed": options.seed,
+        "height": options.height,
+        "width": options.width,
+    }
 
 
 def _remove_endpoint(sm: Any, server: Any) -> None:
@@ -321,6 +350,21 @@ def _print_summary(
         (f"per request ({len(requests)})", per_request),
         ("torch build in the image", timings.torch_build),
     ]
+    if timings.first_parts:
+        first = timings.first_parts
+        to_first = f"first {first[0] * 1000:.0f} ms"
+        if len(first) > 1:
+            to_first += f", then median {statistics.median(first[1:]) * 1000:.0f} ms"
+        rows.insert(4, ("time to first part (streamed)", to_first))
+    if timings.streamed is not None:
+        held = timings.streamed
+        rows.insert(
+            5,
+            (
+                "stream (first request)",
+                f"{held.progress_lines} step lines of {held.steps}, then the image, in {held.parts} parts",
+            ),
+        )
     for label, value in rows:
         console.print(f"  {label:<42} {value}", highlight=False)
     if options.keep:

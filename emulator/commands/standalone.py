@@ -29,5 +29,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         seed=args.seed,
         width=args.size,
         height=args.size,
+        stream=args.stream,
     )
     return run_demo(options if args.prompt is None else replace(options, prompt=args.prompt))

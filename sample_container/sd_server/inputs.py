@@ -7,11 +7,18 @@ A request is a JSON object:
      "num_inference_steps": 25,               # 1 .. Limits.max_steps
      "guidance_scale": 7.5,                   # 0 .. Limits.max_guidance
      "seed": 1234,                            # 0 .. 2**63-1; random when absent (and returned)
-     "height": 512, "width": 512}             # >= 8; rounded down to a multiple of 8, clipped to max_side
+     "height": 512, "width": 512,             # >= 8; rounded down to a multiple of 8, clipped to max_side
+     "stream": false}                         # true: a streamed answer (as Accept application/x-ndjson)
 
 Anything else (not JSON, not an object, an unknown field, a wrong type or range) is a RequestError
 with status 400 and a message meant for the caller; an unsupported Content-Type is 415 and an Accept
-that allows neither PNG nor JSON is 406. The server turns a RequestError into `{"error": message}`.
+that allows neither PNG nor JSON (nor the streamed NDJSON) is 406. The server turns a RequestError into
+`{"error": message}`.
+
+The answer's form comes from Accept: image/png (the default), application/json (the PNG in base64), or
+application/x-ndjson: a streamed answer, one JSON line per denoising step, then the image (streaming.py).
+A body with "stream": true streams too, whatever the Accept (the way LLM servers are asked to stream, and
+what a client that cannot set Accept can send).
 """
 
 from __future__ import annotations
@@ -26,9 +33,20 @@ from typing import Literal
 #: Image sides are multiples of this (Stable Diffusion's VAE scale factor).
 SIDE_STEP = 8
 MAX_SEED = 2**63 - 1
-FIELDS = ("prompt", "negative_prompt", "num_inference_steps", "guidance_scale", "seed", "height", "width")
+FIELDS = (
+    "prompt",
+    "negative_prompt",
+    "num_inference_steps",
+    "guidance_scale",
+    "seed",
+    "height",
+    "width",
+    "stream",
+)
 
-OutputFormat = Literal["png", "json"]
+OutputFormat = Literal["png", "json", "ndjson"]
+#: The Accept that asks for a streamed answer (newline-delimited JSON, written as the steps finish).
+NDJSON = "application/x-ndjson"
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,8 @@ class GenerationRequest:
     height: int
     width: int
     negative_prompt: str | None = None
+    #: the body asked for a streamed answer ("stream": true)
+    stream: bool = False
 
 
 class RequestError(ValueError):
@@ -121,6 +141,7 @@ def parse_fields(
         seed=new_seed() if seed is None else seed,
         height=_side(data, "height", limits),
         width=_side(data, "width", limits),
+        stream=_flag(data, "stream"),
     )
 
 
@@ -163,6 +184,15 @@ def _optional_integer(data: Mapping[str, object], name: str, low: int, high: int
         raise RequestError(f'"{name}" must be an integer, not {_json_type(value)}')
     if not low <= value <= high:
         raise RequestError(f'"{name}" must be between {low} and {high}, not {value}')
+    return value
+
+
+def _flag(data: Mapping[str, object], name: str) -> bool:
+    value = data.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise RequestError(f'"{name}" must be true or false, not {_json_type(value)}')
     return value
 
 
@@ -220,17 +250,24 @@ def check_content_type(header: str | None) -> None:
 
 
 def output_format(accept: str | None) -> OutputFormat:
-    """JSON when Accept allows application/json; else PNG when it allows image/png (or is absent).
+    """NDJSON (streamed) when Accept names application/x-ndjson; else JSON when it allows
+    application/json; else PNG when it allows image/png (or is absent).
 
-    An Accept that allows neither (e.g. text/csv alone) is RequestError(406).
+    Streaming is asked for by name only: a wildcard (*/*, application/*) never selects it, so clients
+    that send one keep getting one answer. An Accept that allows none (e.g. text/csv alone) is
+    RequestError(406).
     """
     if accept is None or not accept.strip():
         return "png"
     allowed = {media for media, q in _media_types(accept) if q > 0}
+    if NDJSON in allowed:
+        return "ndjson"
     if allowed & {"application/json", "application/*"}:
         return "json"
     if allowed & {"image/png", "image/*", "*/*"}:
         return "png"
     raise RequestError(
-        f"Accept {accept} allows no answer this server makes: image/png or application/json", 406
+        f"Accept {accept} allows no answer this server makes: "
+        f"image/png, application/json or {NDJSON} (streamed)",
+        406,
     )

@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ log = logging.getLogger("sd_server.pipeline")
 
 #: The file every diffusers pipeline folder has at its top.
 MODEL_INDEX = "model_index.json"
+#: Called in the generation thread after each denoising step: on_step(step, steps), step counting from 1.
+StepCallback = Callable[[int, int], None]
 #: Below this many parameters a pipeline runs on one CPU thread (see cpu_threads_for).
 SMALL_MODEL_PARAMETERS = 50_000_000
 
@@ -120,10 +123,31 @@ def cpu_threads_for(pipe: Any) -> int | None:
     return 1 if parameter_count(pipe) < SMALL_MODEL_PARAMETERS else None
 
 
-def generate(pipe: Any, request: GenerationRequest) -> bytes:
-    """One image for `request`, as PNG bytes. Blocking: call it from a worker thread, one at a time."""
+def generate(pipe: Any, request: GenerationRequest, on_step: StepCallback | None = None) -> bytes:
+    """One image for `request`, as PNG bytes. Blocking: call it from a worker thread, one at a time.
+
+    `on_step(step, steps)` runs after each denoising step (diffusers' callback_on_step_end), in this
+    thread; `steps` is the number of UNet passes the pipeline makes (`pipe.num_timesteps`: SD 1.x's
+    PNDM scheduler makes num_inference_steps + 1, its first step being a warm-up). An exception raised
+    by on_step ends the generation with that exception (how a stream whose client left stops early).
+    """
     torch = _torch()
     generator = torch.Generator(device=pipe.device).manual_seed(request.seed)
+    extra: dict[str, Any] = {}
+    if on_step is not None:
+        report = on_step
+
+        on_gpu = getattr(pipe.device, "type", "cpu") == "cuda"
+
+        def step_ended(pipeline: Any, index: int, timestep: Any, tensors: dict[str, Any]) -> dict[str, Any]:
+            if on_gpu:
+                # CUDA kernels run asynchronously: without this the loop, and its progress lines, run
+                # ahead of the GPU by as many steps as the launch queue holds.
+                torch.cuda.synchronize(pipeline.device)
+            report(index + 1, int(pipeline.num_timesteps))
+            return tensors
+
+        extra["callback_on_step_end"] = step_ended
     with torch.inference_mode():
         result = pipe(
             prompt=request.prompt,
@@ -134,6 +158,7 @@ def generate(pipe: Any, request: GenerationRequest) -> bytes:
             width=request.width,
             generator=generator,
             output_type="pil",
+            **extra,
         )
     image = result.images[0]
     buffer = io.BytesIO()

@@ -12,6 +12,10 @@ When and why:
 - POST /invocations parses the body on the event loop, then runs the generation in a single-worker
   thread pool: one GPU (or CPU) job at a time, later requests wait their turn, and the loop keeps
   answering /ping and accepting connections meanwhile (the contract's 2 s ping and 250 ms accept rules).
+- With `Accept: application/x-ndjson` (or "stream": true in the body) the answer streams (chunked): a
+  JSON line per denoising step as it ends, then the image (streaming.py). The status and headers go out
+  with the first step's line, so a failure before it is still an ordinary 500. A client that leaves
+  mid-stream stops the generation at its next step, and the worker takes the next request.
 - On SIGTERM `serve` stops listening, lets the requests in flight finish (at most DRAIN_S, inside
   SageMaker's 30 s grace period), and returns 0.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import logging
 import signal
 import threading
@@ -34,10 +39,19 @@ from typing import Any, Literal
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from .inputs import DEFAULT_LIMITS, GenerationRequest, Limits, RequestError, check_content_type, output_format
+from .inputs import (
+    DEFAULT_LIMITS,
+    NDJSON,
+    GenerationRequest,
+    Limits,
+    RequestError,
+    check_content_type,
+    output_format,
+)
 from .inputs import parse_request as parse_body
 from .pipeline import generate as generate_png
 from .pipeline import load_pipeline
+from .streaming import StepRelay, StreamCancelled, error_line, image_line, progress_line
 
 log = logging.getLogger("sd_server")
 
@@ -50,7 +64,8 @@ DEFAULT_PORT = 8080
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 
 Loader = Callable[[Path, str | None], Any]
-Generate = Callable[[Any, GenerationRequest], bytes]
+#: generate(pipe, request) -> PNG bytes; a streamed request also passes on_step= (pipeline.generate)
+Generate = Callable[..., bytes]
 
 
 @dataclass
@@ -110,7 +125,7 @@ async def ping(request: web.Request) -> web.Response:
 
 
 def _make_invocations(limits: Limits, generate: Generate) -> Callable[[web.Request], Any]:
-    async def invocations(request: web.Request) -> web.Response:
+    async def invocations(request: web.Request) -> web.StreamResponse:
         state = request.app[STATE]
         try:
             check_content_type(request.headers.get("Content-Type"))
@@ -125,6 +140,9 @@ def _make_invocations(limits: Limits, generate: Generate) -> Callable[[web.Reque
             return json_error(503, "the model is still loading: retry once GET /ping answers 200")
         if state.status == "failed":
             return json_error(500, f"the model failed to load: {state.error}")
+        headers = {CUSTOM_ATTRIBUTES: f"seed={job.seed}"}
+        if fmt == "ndjson" or job.stream:
+            return await _stream(request, state, job, generate, headers)
         state.in_flight += 1
         started = time.monotonic()
         try:
@@ -135,31 +153,109 @@ def _make_invocations(limits: Limits, generate: Generate) -> Callable[[web.Reque
             return json_error(500, f"generation failed: {type(exc).__name__}: {exc}")
         finally:
             state.in_flight -= 1
-        log.info(
-            "generated %dx%d, %d steps, guidance %g, seed %d in %.2f s (%d bytes)",
-            job.width,
-            job.height,
-            job.num_inference_steps,
-            job.guidance_scale,
-            job.seed,
-            time.monotonic() - started,
-            len(png),
-        )
-        headers = {CUSTOM_ATTRIBUTES: f"seed={job.seed}"}
+        _log_generated(job, time.monotonic() - started, len(png))
         if fmt == "png":
             return web.Response(body=png, content_type="image/png", headers=headers)
-        answer = {
-            "image": base64.b64encode(png).decode("ascii"),
-            "content_type": "image/png",
-            "seed": job.seed,
-            "height": job.height,
-            "width": job.width,
-            "num_inference_steps": job.num_inference_steps,
-            "guidance_scale": job.guidance_scale,
-        }
-        return web.json_response(answer, headers=headers)
+        return web.json_response(_json_answer(job, png), headers=headers)
 
     return invocations
+
+
+def _json_answer(job: GenerationRequest, png: bytes) -> dict[str, Any]:
+    """The application/json answer (and the fields of a stream's image line)."""
+    return {
+        "image": base64.b64encode(png).decode("ascii"),
+        "content_type": "image/png",
+        "seed": job.seed,
+        "height": job.height,
+        "width": job.width,
+        "num_inference_steps": job.num_inference_steps,
+        "guidance_scale": job.guidance_scale,
+    }
+
+
+def _log_generated(job: GenerationRequest, seconds: float, size: int) -> None:
+    log.info(
+        "generated %dx%d, %d steps, guidance %g, seed %d in %.2f s (%d bytes)",
+        job.width,
+        job.height,
+        job.num_inference_steps,
+        job.guidance_scale,
+        job.seed,
+        seconds,
+        size,
+    )
+
+
+async def _stream(
+    request: web.Request,
+    state: ModelState,
+    job: GenerationRequest,
+    generate: Generate,
+    headers: dict[str, str],
+) -> web.StreamResponse:
+    """The streamed answer (streaming.py): a line per step as the worker reports it, then the image."""
+    loop = asyncio.get_running_loop()
+    relay = StepRelay(loop)
+    started = time.monotonic()
+    state.in_flight += 1
+    work = functools.partial(generate, state.pipe, job, on_step=relay.on_step)
+    future: asyncio.Future[bytes] = loop.run_in_executor(state.executor, work)
+
+    def finished(done: asyncio.Future[bytes]) -> None:
+        # Counted until the worker is done, also when the client left first (the worker stops at the
+        # end of its current step); the exception is retrieved here, as nobody may await it.
+        state.in_flight -= 1
+        relay.close()
+        error = None if done.cancelled() else done.exception()
+        if isinstance(error, StreamCancelled):
+            log.info("the streamed generation (seed %d) ended early: %s", job.seed, error)
+
+    future.add_done_callback(finished)
+    response: web.StreamResponse | None = None
+    lines = 0
+
+    async def start() -> web.StreamResponse:
+        answer = web.StreamResponse(headers=headers)
+        answer.content_type = NDJSON
+        answer.enable_chunked_encoding()
+        await answer.prepare(request)
+        return answer
+
+    try:
+        async for step in relay.steps():
+            response = response or await start()
+            await response.write(progress_line(step.step, step.steps))
+            lines += 1
+        try:
+            png = await future
+        except Exception as exc:
+            log.exception("generation failed for %s (streamed, after %d step line(s))", job, lines)
+            message = f"generation failed: {type(exc).__name__}: {exc}"
+            if response is None:
+                return json_error(500, message)
+            await response.write(error_line(message))
+            await response.write_eof()
+            return response
+        response = response or await start()
+        await response.write(image_line(_json_answer(job, png)))
+        await response.write_eof()
+        _log_generated(job, time.monotonic() - started, len(png))
+        return response
+    except (ConnectionError, asyncio.CancelledError) as exc:
+        relay.cancel()
+        log.info(
+            "the client of a streamed answer went away after %d step line(s): the generation stops (%s)",
+            lines,
+            type(exc).__name__,
+        )
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        # aiohttp's own prepare/write_eof on it fails quietly (ConnectionError): the connection is gone
+        return response or json_error(500, "the client went away")
+    finally:
+        if not future.done():
+            relay.cancel()
 
 
 # ------------------------------------------------------------------------------------ loading

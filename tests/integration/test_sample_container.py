@@ -1,5 +1,6 @@
 """The Stable Diffusion sample image end to end: built from sample_container/, deployed through boto3,
-invoked; `smlocal check` on it; and `smlocal demo` as the README runs it.
+invoked; `smlocal check` on it; and `smlocal demo` as the README runs it. Its streamed answer
+(Accept: application/x-ndjson) is read straight from the container, as SageMaker reads it.
 
 The image build reuses .smlocal/build (wheelhouse + layer cache), so a warm machine spends its time on
 the container starts (the pipeline loads in a few seconds), not on building.
@@ -11,16 +12,24 @@ import base64
 import io
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
+import httpx
 import pytest
 
 from emulator.cli import main as smlocal_main
 from emulator.config import ContractLimits
+from emulator.demo import DemoOptions, run_demo
+from emulator.runtime import labels
+from emulator.runtime.labels import owner_id
+from tests.fixtures.docker_env import track_owner
 from tests.fixtures.sample import BUILD_DIR
 from tests.fixtures.smlocal_server import Smlocal, error_of, start_smlocal
 
@@ -168,3 +177,162 @@ def test_smlocal_demo_writes_a_png(sample_image: str, tmp_path: Path) -> None:
     for timing in ("image build", "model build", "deploy -> InService", "per request"):
         assert timing in proc.stdout
     assert "torch build in the image: CPU only" in proc.stdout  # read from the image's label
+
+
+# ------------------------------------------------------------------------- streamed, from the container
+
+
+@pytest.fixture(scope="module")
+def sd_container(
+    docker_engine: docker.DockerClient, sample_image: str, sample_model_tar: Path
+) -> Iterator[tuple[Any, str]]:
+    """The sample image run as SageMaker runs it (`serve`, the model read-only at /opt/ml/model, port
+    8080 published on 127.0.0.1 only); yields it and its base URL once /ping answers 200."""
+    model = sample_model_tar.parent / "model"  # the folder the fixture packed
+    container = docker_engine.containers.run(
+        sample_image,
+        ["serve"],
+        detach=True,
+        labels={labels.MANAGED: "true", labels.ROLE: "test"},
+        ports={"8080/tcp": ("127.0.0.1", None)},
+        volumes={str(model): {"bind": "/opt/ml/model", "mode": "ro"}},
+    )
+    try:
+        container.reload()
+        port = int(container.attrs["NetworkSettings"]["Ports"]["8080/tcp"][0]["HostPort"])
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + LIMITS.startup_timeout_s
+        status: object = None
+        while status != 200:
+            if time.monotonic() > deadline:
+                logs = container.logs(tail=30).decode(errors="replace")
+                raise AssertionError(f"/ping not 200 (last: {status!r}); logs:\n{logs}")
+            try:
+                status = httpx.get(f"{url}/ping", timeout=2).status_code
+            except httpx.HTTPError as exc:  # docker-proxy accepts before the server listens
+                status = exc
+            if status != 200:
+                time.sleep(0.1)  # the poll interval while torch imports and the model loads
+        yield container, url
+    finally:
+        container.remove(force=True)
+
+
+def test_the_container_streams_a_line_per_step_then_the_png(sd_container: tuple[Any, str]) -> None:
+    from PIL import Image
+
+    _, url = sd_container
+    body = {**REQUEST, "num_inference_steps": 8}
+    arrivals: list[tuple[float, dict[str, Any]]] = []
+    with httpx.Client(timeout=LIMITS.invocation_timeout_s) as client:
+        whole = client.post(f"{url}/invocations", json=body, headers={"Accept": "image/png"})
+        assert whole.status_code == 200 and whole.headers["content-type"] == "image/png"
+        started = time.monotonic()
+        with client.stream(
+            "POST", f"{url}/invocations", json=body, headers={"Accept": "application/x-ndjson"}
+        ) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "application/x-ndjson"
+            assert response.headers["transfer-encoding"] == "chunked"
+            assert response.headers["x-amzn-sagemaker-custom-attributes"] == "seed=7"
+            for line in response.iter_lines():
+                arrivals.append((time.monotonic() - started, json.loads(line)))
+    *progress, (_, last) = arrivals
+    steps = progress[0][1]["steps"]
+    assert steps == 9  # PNDM: num_inference_steps + 1 denoising passes
+    assert [event for _, event in progress] == [
+        {"event": "progress", "step": i, "steps": steps} for i in range(1, steps + 1)
+    ]
+    assert last["event"] == "image" and last["content_type"] == "image/png" and last["seed"] == 7
+    png = base64.b64decode(last["image"])
+    assert png.startswith(PNG_MAGIC)
+    with Image.open(io.BytesIO(png)) as image:
+        image.verify()
+    assert png == whole.content  # the same image as the unstreamed answer
+    times = [t for t, _ in arrivals]
+    assert times == sorted(times)
+
+
+def test_a_client_leaving_mid_stream_stops_the_generation_and_the_container_serves_on(
+    sd_container: tuple[Any, str],
+) -> None:
+    container, url = sd_container
+    body = {**REQUEST, "num_inference_steps": 150, "seed": 99}  # the most steps the sample allows
+    with httpx.Client(timeout=LIMITS.invocation_timeout_s) as client:
+        with client.stream(
+            "POST", f"{url}/invocations", json=body, headers={"Accept": "application/x-ndjson"}
+        ) as response:
+            first = json.loads(next(response.iter_lines()))
+            assert first == {"event": "progress", "step": 1, "steps": 151}
+        # closed after one line; the server stops the pipeline at a following step
+        deadline = time.monotonic() + LIMITS.invocation_timeout_s
+        logs = ""
+        while "ended early" not in logs and time.monotonic() < deadline:
+            logs = container.logs().decode(errors="replace")
+            time.sleep(0.1)  # polls the container's log for the line the server writes
+        assert "the client of a streamed answer went away" in logs, logs[-2000:]
+        stopped = re.search(r"generation \(seed 99\) ended early: .* stopped after step (\d+) of 151", logs)
+        assert stopped and int(stopped[1]) < 151, logs[-2000:]
+        assert "seed 99 in" not in logs  # the abandoned image was never finished
+        assert client.get(f"{url}/ping").status_code == 200
+        after = client.post(f"{url}/invocations", json=REQUEST, headers={"Accept": "image/png"})
+        assert after.status_code == 200 and after.content.startswith(PNG_MAGIC)
+
+
+# ------------------------------------------------------------------ streamed, through smlocal and boto3
+
+
+def test_the_stream_op_through_smlocal_hands_on_each_line_then_the_png(sd: Smlocal) -> None:
+    """Unchanged boto3: X-Amzn-SageMaker-Accept reaches the container as Accept, the parts re-assemble
+    (across any cut) to the container's lines, and its headers come back as the stream's."""
+    png, _ = invoke(sd, REQUEST)
+    response = sd.rt.invoke_endpoint_with_response_stream(
+        EndpointName=NAME,
+        Body=json.dumps(REQUEST).encode(),
+        ContentType="application/json",
+        Accept="application/x-ndjson",
+    )
+    assert response["ContentType"] == "application/x-ndjson"
+    assert response["CustomAttributes"] == "seed=7"
+    assert response["InvokedProductionVariant"] == "AllTraffic"
+    data = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"] if "PayloadPart" in event)
+    *progress, last = [json.loads(line) for line in data.splitlines()]
+    assert progress == [{"event": "progress", "step": i, "steps": 3} for i in (1, 2, 3)]  # 2 steps + PNDM's 1
+    assert last["event"] == "image" and base64.b64decode(last["image"]) == png
+    # without an Accept (as smlocal check --streaming sends its --stream-body): "stream": true asks
+    asked = sd.rt.invoke_endpoint_with_response_stream(
+        EndpointName=NAME,
+        Body=json.dumps({**REQUEST, "stream": True}).encode(),
+        ContentType="application/json",
+    )
+    assert asked["ContentType"] == "application/x-ndjson"
+    again = b"".join(event["PayloadPart"]["Bytes"] for event in asked["Body"] if "PayloadPart" in event)
+    assert again == data
+
+
+def test_smlocal_demo_stream_shows_the_steps_and_writes_the_png(
+    sample_image: str, sample_model_tar: Path, tmp_path: Path
+) -> None:
+    """`smlocal demo --stream` as run_demo runs it (in this process, on this tree's image tag)."""
+    from rich.console import Console
+
+    state_dir = tmp_path / "state"
+    track_owner(owner_id(state_dir.resolve()))  # the session's leak check covers the demo's containers
+    out = tmp_path / "streamed.png"
+    options = DemoOptions(
+        out=out,
+        port=0,
+        state_dir=state_dir,
+        build_dir=BUILD_DIR,
+        stream=True,
+        image=sample_image,
+        requests=2,
+        startup_timeout_s=LIMITS.startup_timeout_s,
+    )
+    console = Console(file=io.StringIO(), width=160)
+    assert run_demo(options, console=console) == 0
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert out.read_bytes().startswith(PNG_MAGIC)
+    assert "time to first part (streamed)" in text and "first " in text, text[-2000:]
+    # the default 4 steps: PNDM's 5 denoising passes, each its own line, then the image
+    assert "5 step lines of 5, then the image, in " in text, text[-2000:]

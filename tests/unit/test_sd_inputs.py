@@ -111,6 +111,8 @@ def test_max_side_is_configurable() -> None:
         ({"prompt": "x", "height": 7}, '"height" must be between 8 and'),
         ({"prompt": "x", "width": 0}, '"width" must be between 8 and'),
         ({"prompt": "x", "width": {"a": 1}}, '"width" must be an integer, not an object'),
+        ({"prompt": "x", "stream": "yes"}, '"stream" must be true or false, not a string'),
+        ({"prompt": "x", "stream": 1}, '"stream" must be true or false, not the number 1'),
     ],
 )
 def test_bad_requests_say_why(body: object, reason: str) -> None:
@@ -146,6 +148,12 @@ def test_other_content_types_get_415(header: str) -> None:
     assert "application/json" in caught.value.message
 
 
+@pytest.mark.parametrize(("value", "stream"), [(True, True), (False, False), (None, False)])
+def test_stream_is_an_optional_boolean(value: bool | None, stream: bool) -> None:
+    assert parse({"prompt": "x", "stream": value}).stream is stream
+    assert parse({"prompt": "x"}).stream is False
+
+
 @pytest.mark.parametrize(
     ("accept", "fmt"),
     [
@@ -160,14 +168,26 @@ def test_other_content_types_get_415(header: str) -> None:
         ("application/json;q=0, image/png", "png"),
         ("text/html, application/*;q=0.5", "json"),
         ("text/html, */*;q=0.1", "png"),
+        ("application/x-ndjson", "ndjson"),
+        ("Application/X-NDJSON; charset=utf-8", "ndjson"),
+        ("image/png, application/x-ndjson;q=0.5", "ndjson"),  # asked for by name: it streams
+        ("application/x-ndjson;q=0, application/json", "json"),
+        ("application/*", "json"),  # a wildcard never selects the streamed answer
+        ("*/*", "png"),
     ],
 )
 def test_accept_picks_the_answer(accept: str | None, fmt: str) -> None:
     assert output_format(accept) == fmt
 
 
-@pytest.mark.parametrize("accept", ["text/csv", "image/jpeg", "application/json;q=0"])
+@pytest.mark.parametrize(
+    "accept", ["text/csv", "image/jpeg", "application/json;q=0", "application/x-ndjson;q=0"]
+)
 def test_accept_without_png_or_json_gets_406(accept: str) -> None:
     with pytest.raises(RequestError) as caught:
         output_format(accept)
     assert caught.value.status == 406
+    assert caught.value.message == (
+        f"Accept {accept} allows no answer this server makes: "
+        "image/png, application/json or application/x-ndjson (streamed)"
+    )

@@ -195,6 +195,27 @@ async def test_same_seed_same_bytes_other_seed_other_bytes(client: TestClient) -
     assert await image(12) != first
 
 
+async def test_a_streamed_answer_has_a_line_per_step_then_the_same_png(client: TestClient, pipe: Any) -> None:
+    """The real tiny pipeline, streamed: one progress line per denoising pass (diffusers'
+    callback_on_step_end; SD 1.x's PNDM scheduler makes num_inference_steps + 1), then the image line
+    whose PNG is byte for byte the image/png answer for the same seed."""
+    body = {**SMALL, "seed": 7, "num_inference_steps": 4}
+    r = await client.post("/invocations", json=body, headers={"Accept": "application/x-ndjson"})
+    assert r.status == 200 and r.content_type == "application/x-ndjson"
+    assert r.headers["Transfer-Encoding"] == "chunked" and r.headers[CUSTOM_ATTRIBUTES] == "seed=7"
+    lines = [json.loads(line) for line in (await r.read()).splitlines()]
+    *progress, last = lines
+    steps = pipe.num_timesteps
+    assert steps == 5
+    assert progress == [{"event": "progress", "step": i, "steps": steps} for i in range(1, steps + 1)]
+    assert last["event"] == "image" and last["content_type"] == "image/png"
+    assert (last["seed"], last["num_inference_steps"], last["height"], last["width"]) == (7, 4, 64, 64)
+    png = base64.b64decode(last["image"])
+    assert Image.open(io.BytesIO(png)).size == (64, 64)
+    whole = await client.post("/invocations", json=body)
+    assert await whole.read() == png
+
+
 async def test_a_random_seed_is_reported(client: TestClient) -> None:
     r = await client.post("/invocations", json=SMALL, headers={"Accept": "application/json"})
     seed = (await r.json())["seed"]
@@ -219,7 +240,12 @@ async def test_a_missing_content_type_is_tolerated(client: TestClient) -> None:
         (b'{"num_inference_steps": 3}', {}, 400, '"prompt" is required'),
         (b'{"prompt": "x", "height": 4}', {}, 400, '"height" must be between 8'),
         (b'{"prompt": "x"}', {"Content-Type": "text/csv"}, 415, "application/json"),
-        (b'{"prompt": "x"}', {"Accept": "text/csv"}, 406, "image/png or application/json"),
+        (
+            b'{"prompt": "x"}',
+            {"Accept": "text/csv"},
+            406,
+            "image/png, application/json or application/x-ndjson",
+        ),
     ],
 )
 async def test_bad_requests_get_a_json_reason(
