@@ -141,6 +141,9 @@ def test_smlocal_check_passes_on_the_sample_image(
             "120",
             "--stop-grace",
             "15",
+            "--streaming",  # the sample streams a line per step for "stream": true
+            "--stream-body",
+            json.dumps({**REQUEST, "num_inference_steps": 60, "stream": True}),
             "--json",
             str(report),
         ]
@@ -154,6 +157,8 @@ def test_smlocal_check_passes_on_the_sample_image(
     # It serves: the prompt got a 2xx, and nothing must-read was left in the summary line.
     assert outcomes["invocations.serves"] == "passed"
     assert outcomes["model-data.extracts"] == "passed"
+    for check_id in ("streaming.incremental", "streaming.framing", "streaming.disconnect"):
+        assert outcomes[check_id] == "passed", check_id
     assert document["headline_warnings"] == []
 
 
