@@ -30,6 +30,7 @@ from emulator.wire import (
     control_api,
     guard,
     runtime_api,
+    runtime_async,
     runtime_stream,
 )
 from emulator.wire.access import AccessCheck
@@ -165,7 +166,7 @@ def build_app(
         else:
             rt = runtime
         artifacts = ArtifactStore.for_server(config, _s3_factory(config))
-        service = HostingService(config, rt, artifacts)
+        service = HostingService(config, rt, artifacts, s3_client_factory=_s3_factory(config))
         app[SERVICE] = service
         await service.start()
         metrics.instance_count = functools.partial(_instance_count, service)
@@ -220,7 +221,7 @@ def build_app(
     app.router.add_post(cloudwatch_api.PATH, cloudwatch)  # CloudWatch (smithy-rpc-v2-cbor)
     app.router.add_post("/endpoints/{name}/invocations", bind(runtime_api.invoke_endpoint, hooks, access))
     app.router.add_post(
-        "/endpoints/{name}/async-invocations", bind(runtime_api.not_implemented, "InvokeEndpointAsync")
+        "/endpoints/{name}/async-invocations", bind(runtime_async.invoke_endpoint_async, access)
     )
     app.router.add_post(
         "/endpoints/{name}/invocations-response-stream",

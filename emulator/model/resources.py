@@ -115,6 +115,30 @@ class EndpointConfig:
     creation_time: datetime
     kms_key_id: str | None = None
     tags: tuple[tuple[str, str], ...] = ()
+    #: AsyncInferenceConfig: the endpoint serves InvokeEndpointAsync only (spec §8)
+    async_inference: AsyncInference | None = None
+
+
+#: MaxConcurrentInvocationsPerInstance when the config gives none: SageMaker "chooses" one [U].
+DEFAULT_ASYNC_CONCURRENCY = 4
+
+
+@dataclass(frozen=True)
+class AsyncInference:
+    """An endpoint config's AsyncInferenceConfig."""
+
+    s3_output_path: str
+    s3_failure_path: str | None = None
+    max_concurrent_per_instance: int | None = None
+    kms_key_id: str | None = None
+    success_topic: str | None = None
+    error_topic: str | None = None
+    #: IncludeInferenceResponseIn: SUCCESS_NOTIFICATION_TOPIC, ERROR_NOTIFICATION_TOPIC
+    include_response_in: tuple[str, ...] = ()
+
+    @property
+    def concurrency(self) -> int:
+        return self.max_concurrent_per_instance or DEFAULT_ASYNC_CONCURRENCY
 
 
 @dataclass(frozen=True)

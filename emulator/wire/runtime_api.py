@@ -91,6 +91,18 @@ def check_unsupported(members: dict[str, Any]) -> None:
         )
 
 
+#: id(input shape) -> its integer header members (InvokeEndpointAsync's RequestTTLSeconds, ...)
+integer_members: dict[int, tuple[str, ...]] = {}
+
+
+def register_integer_members(shape: Any) -> None:
+    integer_members[id(shape)] = tuple(
+        name
+        for name, member in shape.members.items()
+        if member.type_name == "integer" and member.serialization.get("location") == "header"
+    )
+
+
 async def read_invocation(
     request: web.Request,
     svc: HostingService,
@@ -102,6 +114,10 @@ async def read_invocation(
     operation's botocore shape, authorized (`--iam-policies`: IAM decides before SageMaker's own
     checks), and SageMaker's refusals of what smlocal does not serve."""
     members = members_of(request, header_members)
+    for name in integer_members.get(id(shape), ()):  # header values are text: as the model types them
+        value = members.get(name)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            members[name] = int(value)
     members["Body"] = await read_body(request, svc.config.limits.max_request_bytes)
     validate_input(shape, members)
     if access is not None:

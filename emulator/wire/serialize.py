@@ -10,6 +10,7 @@ from emulator.errors import ValidationFailed
 from emulator.model import messages
 from emulator.model.containers import check_containers
 from emulator.model.resources import (
+    AsyncInference,
     ContainerDefinition,
     Endpoint,
     EndpointConfig,
@@ -128,7 +129,6 @@ def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
 
 def create_endpoint_config_input(params: Mapping[str, Any]) -> dict[str, Any]:
     for feature in (
-        "AsyncInferenceConfig",
         "ShadowProductionVariants",
         "ExplainerConfig",
         "DataCaptureConfig",
@@ -140,7 +140,47 @@ def create_endpoint_config_input(params: Mapping[str, Any]) -> dict[str, Any]:
         "variants": tuple(production_variant(v) for v in params["ProductionVariants"]),
         "kms_key_id": params.get("KmsKeyId"),
         "tags": _tags(params),
+        "async_inference": async_inference_input(params.get("AsyncInferenceConfig")),
     }
+
+
+def async_inference_input(c: Mapping[str, Any] | None) -> AsyncInference | None:
+    if c is None:
+        return None
+    output = c.get("OutputConfig") or {}
+    notification = output.get("NotificationConfig") or {}
+    if "S3OutputPath" not in output:  # [U] text; the model leaves it optional
+        raise ValidationFailed("AsyncInferenceConfig.OutputConfig.S3OutputPath is required.")
+    return AsyncInference(
+        s3_output_path=output["S3OutputPath"],
+        s3_failure_path=output.get("S3FailurePath"),
+        max_concurrent_per_instance=(c.get("ClientConfig") or {}).get("MaxConcurrentInvocationsPerInstance"),
+        kms_key_id=output.get("KmsKeyId"),
+        success_topic=notification.get("SuccessTopic"),
+        error_topic=notification.get("ErrorTopic"),
+        include_response_in=tuple(notification.get("IncludeInferenceResponseIn") or ()),
+    )
+
+
+def _async_inference(a: AsyncInference) -> JSON:
+    output: JSON = {"S3OutputPath": a.s3_output_path}
+    if a.s3_failure_path:
+        output["S3FailurePath"] = a.s3_failure_path
+    if a.kms_key_id:
+        output["KmsKeyId"] = a.kms_key_id
+    notification: JSON = {}
+    if a.success_topic:
+        notification["SuccessTopic"] = a.success_topic
+    if a.error_topic:
+        notification["ErrorTopic"] = a.error_topic
+    if a.include_response_in:
+        notification["IncludeInferenceResponseIn"] = list(a.include_response_in)
+    if notification:
+        output["NotificationConfig"] = notification
+    out: JSON = {"OutputConfig": output}
+    if a.max_concurrent_per_instance is not None:
+        out["ClientConfig"] = {"MaxConcurrentInvocationsPerInstance": a.max_concurrent_per_instance}
+    return out
 
 
 def create_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -256,6 +296,8 @@ def describe_endpoint_config(c: EndpointConfig) -> JSON:
     }
     if c.kms_key_id:
         out["KmsKeyId"] = c.kms_key_id
+    if c.async_inference is not None:
+        out["AsyncInferenceConfig"] = _async_inference(c.async_inference)
     return out
 
 

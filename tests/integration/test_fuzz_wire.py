@@ -55,7 +55,7 @@ UNSERVED_SAMPLE = (
     ("sagemaker", "CreateTrainingJob", "SageMaker"),
     ("sagemaker", "CreateInferenceComponent", "SageMaker"),
 )
-RUNTIME_501 = ("async-invocations",)
+RUNTIME_501: tuple[str, ...] = ()
 
 FUZZ_IMAGE = "fuzz-image:latest"  # resolves (CreateModel succeeds); no container ever starts
 #: Names drawn from small pools, so that requests meet the resources earlier requests created.
@@ -412,7 +412,7 @@ def runtime_requests(rng: random.Random) -> Iterator[Request]:
             )
         body = rng.choice([b"", b"{}", b"\x00" * 100, bytes(rng.getrandbits(8) for _ in range(64))])
         yield "runtime:InvokeEndpoint", "POST", f"/endpoints/{quote(name)}/invocations", body, headers
-    for tail in (*RUNTIME_501, "invocations-response-stream"):
+    for tail in (*RUNTIME_501, "async-invocations", "invocations-response-stream"):
         yield f"runtime:{tail}", "POST", f"/endpoints/ep/{tail}", b"{}", {"Content-Type": "application/json"}
 
 

@@ -16,6 +16,7 @@ import aiohttp
 
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, EngineError
+from emulator.hosting.async_inference.host import AsyncInferenceHost
 from emulator.hosting.endpoints import persistence
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.deployer import Deployer
@@ -50,6 +51,7 @@ class ServiceBase:
     executors: Executors
     invoker: Invoker
     multi_model: MultiModelHost
+    async_inference: AsyncInferenceHost
     health_check_interval_s: float
     #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
     deletion_listeners: list[Callable[[str], None]]

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
 from emulator.errors import EndpointNotFound, ModelFault, ModelUnreachable, ValidationFailed
+from emulator.hosting.async_inference.queue import AsyncRequest
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet import pipeline
 from emulator.hosting.fleet.invoker import ContainerReply
@@ -87,11 +88,24 @@ class Invocations(ServiceBase):
             raise EndpointNotFound(
                 messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
             )
+        if self.async_inference.is_async(endpoint_name):
+            raise ValidationFailed(messages.async_endpoint_needs_async_invoke(endpoint_name))
         variant = fleet.choose(target_variant)
         if variant is None:
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
         _check_target(endpoint_name, variant, target_container)
         return variant
+
+    def invoke_async(self, endpoint_name: str, input_location: str, **options: Any) -> AsyncRequest:
+        """InvokeEndpointAsync: the request joins the endpoint's queue (answered 202 at once); the
+        endpoint's worker runs it (async_inference/worker.py)."""
+        if endpoint_name not in self._fleets:
+            raise EndpointNotFound(
+                messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
+            )
+        if not self.async_inference.is_async(endpoint_name):
+            raise ValidationFailed(messages.endpoint_not_async(endpoint_name))
+        return self.async_inference.submit(endpoint_name, input_location, **options)
 
     async def _call(
         self,

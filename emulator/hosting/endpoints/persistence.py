@@ -15,6 +15,7 @@ from typing import Any
 from emulator.hosting.state_files import write_atomically
 from emulator.model import deployment as dp
 from emulator.model.resources import (
+    AsyncInference,
     ContainerDefinition,
     Endpoint,
     EndpointConfig,
@@ -141,6 +142,7 @@ def _config_to_json(c: EndpointConfig) -> dict[str, Any]:
         "kms_key_id": c.kms_key_id,
         "tags": list(c.tags),
         "production_variants": [_variant_to_json(v) for v in c.production_variants],
+        "async_inference": None if c.async_inference is None else dataclasses.asdict(c.async_inference),
     }
 
 
@@ -156,7 +158,14 @@ def _config_from_json(d: dict[str, Any]) -> EndpointConfig:
         kms_key_id=d["kms_key_id"],
         tags=_tags(d["tags"]),
         production_variants=variants,
+        async_inference=_async_from_json(d.get("async_inference")),
     )
+
+
+def _async_from_json(d: dict[str, Any] | None) -> AsyncInference | None:
+    if d is None:
+        return None
+    return AsyncInference(**{**d, "include_response_in": tuple(d["include_response_in"])})
 
 
 def _endpoint_to_json(e: Endpoint) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from emulator.model import deployment as dp
 from emulator.model import messages
 from emulator.model.deployment import DeploymentConfig
 from emulator.model.resources import (
+    AsyncInference,
     ContainerDefinition,
     Endpoint,
     EndpointConfig,
@@ -105,6 +106,7 @@ class Resources(Deployments):
         variants: tuple[ProductionVariant, ...],
         kms_key_id: str | None = None,
         tags: tuple[tuple[str, str], ...] = (),
+        async_inference: AsyncInference | None = None,
     ) -> EndpointConfig:
         arn = self.account.endpoint_config_arn(name)
         if name in self.endpoint_configs:
@@ -120,7 +122,16 @@ class Resources(Deployments):
                 )
             if variant.volume_size_gb is not None and has_instance_storage(variant.instance_type):
                 raise ValidationFailed(messages.volume_size_not_supported(str(variant.instance_type)))
-        endpoint_config = EndpointConfig(name, arn, variants, self._clock(), kms_key_id, tags)
+            model = self.models.get(variant.model_name)
+            if (
+                async_inference is not None
+                and model is not None
+                and (model.multi_model or model.multi_container)
+            ):
+                raise ValidationFailed(messages.async_model_not_supported(variant.model_name))
+        endpoint_config = EndpointConfig(
+            name, arn, variants, self._clock(), kms_key_id, tags, async_inference
+        )
         self.endpoint_configs.put(endpoint_config)
         self._persist()
         return endpoint_config
@@ -201,4 +212,19 @@ class Resources(Deployments):
         )
         self.endpoints.put(updated)
         self._persist()
+        if status is EndpointStatus.IN_SERVICE:
+            self._serve_async(name, updated.endpoint_config_name)
         return updated
+
+    def _serve_async(self, name: str, config_name: str) -> None:
+        """An endpoint InService with an AsyncInferenceConfig: its worker takes its queue (loaded from
+        the state dir after a restart) to its instances."""
+        endpoint_config = self.endpoint_configs.get(config_name)
+        if endpoint_config is None or endpoint_config.async_inference is None:
+            return
+        self.async_inference.serve(
+            name,
+            endpoint_config.async_inference,
+            lambda: self._fleets.get(name),
+            lambda line: self.deployer.platform_log(name, line),
+        )

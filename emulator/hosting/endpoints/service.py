@@ -22,6 +22,7 @@ import aiohttp
 
 from emulator.config import ServerConfig
 from emulator.errors import EngineError
+from emulator.hosting.async_inference.host import AsyncInferenceHost
 from emulator.hosting.endpoints import persistence
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.endpoints.deployments import Deployments
@@ -66,6 +67,7 @@ class HostingService(
         runtime: ContainerRuntime,
         artifacts: ModelDataStore,
         clock: Callable[[], datetime] = _now,
+        s3_client_factory: Callable[[], Any] | None = None,
     ) -> None:
         self.config = config
         self.account = Account(config.region, config.account_id)
@@ -93,8 +95,10 @@ class HostingService(
         self.deployer = Deployer(config, runtime, lambda: self.ping_session, self.executors)
         #: multi-model instances' models (downloaded and loaded on demand)
         self.multi_model = MultiModelHost(config, artifacts, self.executors, lambda: self.invoker.session)
+        #: asynchronous endpoints' queues and workers (InvokeEndpointAsync)
+        self.async_inference = AsyncInferenceHost(config, self.account, self.executors, s3_client_factory)
         #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
-        self.deletion_listeners: list[Callable[[str], None]] = []
+        self.deletion_listeners: list[Callable[[str], None]] = [self.async_inference.forget]
         #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
         #: deployments with AutoRollbackConfiguration read it while they wait.
         self.alarm_states: Callable[[Sequence[str]], Sequence[str]] | None = None
@@ -112,6 +116,7 @@ class HostingService(
     async def start(self) -> None:
         """Load the state dir, then adopt or replace the containers this server owns."""
         await self.invoker.start()
+        await self.async_inference.start()
         # One connection per ping: a keep-alive socket must not hide a container that stopped listening.
         self._ping_session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True, limit=0))
         snapshot = persistence.load(self.config.state_file)
@@ -148,6 +153,7 @@ class HostingService(
             self._fleets.clear()
             await self._sweep()
         await self.multi_model.close()
+        await self.async_inference.close()
         await self.invoker.close()
         if self._ping_session is not None:
             await self._ping_session.close()

@@ -1,0 +1,182 @@
+"""The asynchronous endpoints of one server: their workers, their queues' files, S3 access.
+
+HostingService serves an endpoint here when it goes InService with an AsyncInferenceConfig
+(`serve`), submits InvokeEndpointAsync's requests (`submit`) and forgets the endpoint at
+DeleteEndpoint (its queue is dropped with it). Locations [U]: the output is
+`{S3OutputPath}[/{S3OutputPathExtension}]/{Filename or InferenceId.out}`, the failure
+`{S3FailurePath or S3OutputPath}[/{extension}]/{InferenceId}-error.out`.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlparse
+
+from emulator.config import ServerConfig
+from emulator.errors import ValidationFailed
+from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
+from emulator.hosting.async_inference.worker import AsyncEndpoint
+from emulator.hosting.executors import Executors
+from emulator.hosting.fleet.invoker import FaultContext, Invoker
+from emulator.hosting.fleet.variants import EndpointFleet
+from emulator.model.arns import Account
+from emulator.model.resources import AsyncInference
+
+log = logging.getLogger(__name__)
+
+#: The largest answer an async invocation takes from a container (SageMaker: "up to 1 GB") [U].
+ASYNC_MAX_RESPONSE_BYTES = 1024**3
+#: InvocationTimeoutSeconds and RequestTTLSeconds when the request gives none (spec §1, §8).
+DEFAULT_INVOCATION_TIMEOUT_S = 900
+DEFAULT_REQUEST_TTL_S = 21600
+
+
+def _split(url: str) -> tuple[str, str]:
+    parsed = urlparse(url)
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+class AsyncInferenceHost:
+    def __init__(
+        self,
+        config: ServerConfig,
+        account: Account,
+        executors: Executors,
+        s3_client_factory: Callable[[], Any] | None = None,
+    ) -> None:
+        self._config = config
+        self._account = account
+        self._executors = executors
+        self._factory = s3_client_factory or self._default_factory
+        self._client: Any = None
+        self._endpoints: dict[str, AsyncEndpoint] = {}
+        self._invoker = Invoker(ASYNC_MAX_RESPONSE_BYTES, float(DEFAULT_INVOCATION_TIMEOUT_S))
+
+    def _default_factory(self) -> Any:
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self._config.s3_endpoint_url)
+
+    async def start(self) -> None:
+        await self._invoker.start()
+
+    async def close(self) -> None:
+        for endpoint in list(self._endpoints.values()):
+            await endpoint.close()
+        self._endpoints.clear()
+        await self._invoker.close()
+
+    def is_async(self, name: str) -> bool:
+        return name in self._endpoints
+
+    def endpoint(self, name: str) -> AsyncEndpoint | None:
+        return self._endpoints.get(name)
+
+    def serve(
+        self,
+        name: str,
+        settings: AsyncInference,
+        fleet: Callable[[], EndpointFleet | None],
+        platform_log: Callable[[str], None],
+    ) -> None:
+        """Start (or, after an update, re-read) the endpoint's worker; its queue is loaded from disk."""
+        current = self._endpoints.get(name)
+        if current is not None:
+            current.settings = settings
+            current.wake()
+            return
+        queue = RequestQueue(self._config.state_dir / "async" / name / "queue.json")
+        endpoint = AsyncEndpoint(
+            name,
+            settings,
+            queue,
+            fleet,
+            self._invoker,
+            FaultContext(self._account, name),
+            self._get,
+            self._put,
+            platform_log,
+        )
+        self._endpoints[name] = endpoint
+        if len(queue):
+            platform_log(f"{len(queue)} queued asynchronous request(s) loaded")
+        endpoint.start()
+
+    def forget(self, name: str) -> None:
+        """DeleteEndpoint: the worker stops, the queue goes (requests not yet run are not run)."""
+        endpoint = self._endpoints.pop(name, None)
+        if endpoint is None:
+            return
+        endpoint.cancel()
+        shutil.rmtree(self._config.state_dir / "async" / name, ignore_errors=True)
+
+    def submit(
+        self,
+        name: str,
+        input_location: str,
+        content_type: str | None = None,
+        accept: str | None = None,
+        custom_attributes: str | None = None,
+        inference_id: str | None = None,
+        ttl_s: int | None = None,
+        timeout_s: int | None = None,
+        extension: str | None = None,
+        filename: str | None = None,
+    ) -> AsyncRequest:
+        endpoint = self._endpoints[name]
+        if urlparse(input_location).scheme != "s3":  # [U] smlocal reads s3:// only
+            raise ValidationFailed(
+                f"InputLocation {input_location} is not an s3:// URL: smlocal reads asynchronous inputs "
+                "from S3 URLs (s3://bucket/key) only."
+            )
+        settings = endpoint.settings
+        inference_id = inference_id or str(uuid.uuid4())
+        tail = f"/{extension.strip('/')}" if extension else ""
+        output = f"{settings.s3_output_path.rstrip('/')}{tail}/{filename or inference_id + '.out'}"
+        failure_base = (settings.s3_failure_path or settings.s3_output_path).rstrip("/")
+        request = AsyncRequest(
+            inference_id=inference_id,
+            input_location=input_location,
+            output_location=output,
+            failure_location=f"{failure_base}{tail}/{inference_id}-error.out",
+            received_at=time.time(),
+            ttl_s=ttl_s or DEFAULT_REQUEST_TTL_S,
+            timeout_s=timeout_s or DEFAULT_INVOCATION_TIMEOUT_S,
+            content_type=content_type,
+            accept=accept,
+            custom_attributes=custom_attributes,
+        )
+        endpoint.submit(request)
+        return request
+
+    # ------------------------------------------------------------------ S3, on the model data pool
+
+    def _s3(self) -> Any:
+        if self._client is None:
+            self._client = self._factory()
+        return self._client
+
+    async def _get(self, url: str) -> bytes:
+        bucket, key = _split(url)
+
+        def read() -> bytes:
+            body = self._s3().get_object(Bucket=bucket, Key=key)["Body"]
+            try:
+                data: bytes = body.read()
+            finally:
+                body.close()
+            return data
+
+        return await self._executors.model_data(read)
+
+    async def _put(self, url: str, data: bytes, content_type: str | None) -> None:
+        bucket, key = _split(url)
+        extra = {"ContentType": content_type} if content_type else {}
+        await self._executors.model_data(
+            lambda: self._s3().put_object(Bucket=bucket, Key=key, Body=data, **extra)
+        )

@@ -1,0 +1,210 @@
+"""The workers of one asynchronous endpoint: requests from its queue to its instances.
+
+A request is started when an instance has fewer than MaxConcurrentInvocationsPerInstance requests
+in flight (the least busy instance of any variant [U]); none is started while the endpoint has no
+instance (a scaled-to-zero variant: requests wait). For each: the input is read from S3, POSTed to
+the container's /invocations with the request's Content-Type, Accept and custom attributes within
+its InvocationTimeoutSeconds, and a 2xx answer is written to its OutputLocation (the container's
+Content-Type kept); a non-2xx answer, a timeout, an unreachable container or an unreadable input
+writes the reason to its FailureLocation. A request that waited past its RequestTTLSeconds is
+dropped when its turn comes, and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from multidict import CIMultiDict
+
+from emulator.errors import ModelErrorResponse, ModelFault
+from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
+from emulator.hosting.fleet.invoker import FaultContext, Invoker
+from emulator.hosting.fleet.variants import EndpointFleet, Instance
+from emulator.model import messages
+from emulator.model.resources import AsyncInference
+
+log = logging.getLogger(__name__)
+
+#: How often a worker with waiting requests looks for an instance with room when nothing wakes it.
+CAPACITY_POLL_S = 1.0
+
+#: S3 access through the model data layer's clients: get(url) -> bytes, put(url, data, content_type)
+Get = Callable[[str], Awaitable[bytes]]
+Put = Callable[[str, bytes, str | None], Awaitable[None]]
+
+
+@dataclass
+class Counters:
+    """What the endpoint's metrics read (the async metrics of spec §8)."""
+
+    processed: int = 0
+    failures: int = 0
+    expired: int = 0
+    download_failures: int = 0
+    upload_failures: int = 0
+    errors_4xx: int = 0
+    errors_5xx: int = 0
+    #: seconds each finished request waited in the queue, and took in all
+    time_in_backlog_s: list[float] = field(default_factory=list)
+
+
+class AsyncEndpoint:
+    def __init__(
+        self,
+        name: str,
+        settings: AsyncInference,
+        queue: RequestQueue,
+        fleet: Callable[[], EndpointFleet | None],
+        invoker: Invoker,
+        context: FaultContext,
+        get: Get,
+        put: Put,
+        platform_log: Callable[[str], None],
+    ) -> None:
+        self.name = name
+        #: the endpoint config's AsyncInferenceConfig (replaced by the host after an update)
+        self.settings = settings
+        self.queue = queue
+        self._fleet = fleet
+        self._invoker = invoker
+        self._context = context
+        self._get = get
+        self._put = put
+        self._platform_log = platform_log
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop_task: asyncio.Task[None] | None = None
+        self.counters = Counters()
+
+    def start(self) -> None:
+        self._loop_task = asyncio.get_running_loop().create_task(self._run(), name=f"async-{self.name}")
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Look for work: a request arrived, a request ended, or the endpoint's instances changed."""
+        self._wake.set()
+
+    def submit(self, request: AsyncRequest) -> None:
+        self.queue.put(request)
+        self._wake.set()
+
+    def instance_count(self) -> int:
+        fleet = self._fleet()
+        return 0 if fleet is None else len(fleet.all_instances())
+
+    def cancel(self) -> None:
+        """Stop at once (DeleteEndpoint): the requests in flight are abandoned."""
+        for task in (self._loop_task, *self._tasks):
+            if task is not None:
+                task.cancel()
+
+    async def close(self) -> None:
+        tasks = [t for t in (self._loop_task, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            # woken by a request's arrival or end; otherwise once a second, so that instances
+            # coming back (a scale-out from zero, a replacement) are seen
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CAPACITY_POLL_S):
+                    await self._wake.wait()
+            self._wake.clear()
+            self._dispatch()
+
+    def _dispatch(self) -> None:
+        while (request := self.queue.peek()) is not None:
+            if time.time() - request.received_at > request.ttl_s:
+                self.queue.drop(request)
+                self.counters.expired += 1
+                self._platform_log(messages.async_request_expired(request.inference_id, request.ttl_s))
+                continue
+            instance = self._free_instance()
+            if instance is None:
+                return
+            self.queue.start(request)
+            if request.runs > 1:
+                self._platform_log(
+                    f"inference {request.inference_id} started again after a restart of smlocal (run "
+                    f"{request.runs}): the model may have seen it before"
+                )
+            instance.outstanding += 1
+            task = asyncio.get_running_loop().create_task(self._process(request, instance))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _free_instance(self) -> Instance | None:
+        fleet = self._fleet()
+        if fleet is None:
+            return None
+        free = [i for i in fleet.all_instances() if i.outstanding < self.settings.concurrency]
+        return min(free, key=lambda i: i.outstanding) if free else None
+
+    async def _process(self, request: AsyncRequest, instance: Instance) -> None:
+        started = time.time()
+        try:
+            await self._handle(request, instance)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - one request's failure must not stop the endpoint's worker
+            log.exception("inference %s of %s failed", request.inference_id, self.name)
+        else:
+            self.queue.finish(request)
+        finally:
+            instance.outstanding -= 1
+            self.counters.time_in_backlog_s.append(started - request.received_at)
+            self._wake.set()
+
+    async def _handle(self, request: AsyncRequest, instance: Instance) -> None:
+        try:
+            body = await self._get(request.input_location)
+        except Exception as exc:  # noqa: BLE001 - the S3 client's errors: the request's failure
+            self.counters.download_failures += 1
+            detail = f"{type(exc).__name__}: {exc}"
+            await self._fail(request, messages.async_input_unreadable(request.input_location, detail))
+            return
+        headers: CIMultiDict[str] = CIMultiDict()
+        for name, value in (
+            ("Content-Type", request.content_type),
+            ("Accept", request.accept),
+            ("X-Amzn-SageMaker-Custom-Attributes", request.custom_attributes),
+            ("X-Amzn-SageMaker-Inference-Id", request.inference_id),
+        ):
+            if value is not None:
+                headers[name] = value
+        try:
+            reply = await self._invoker.invoke(
+                instance.invocations_url, body, headers, self._context, timeout_s=float(request.timeout_s)
+            )
+        except ModelFault as fault:
+            if isinstance(fault, ModelErrorResponse) and 400 <= fault.original_status < 500:
+                self.counters.errors_4xx += 1
+            elif isinstance(fault, ModelErrorResponse):
+                self.counters.errors_5xx += 1
+            await self._fail(request, str(fault))
+            return
+        try:
+            await self._put(request.output_location, reply.body, reply.content_type)
+        except Exception as exc:  # noqa: BLE001 - the S3 client's errors
+            self.counters.upload_failures += 1
+            await self._fail(request, f"Failed to upload the output to {request.output_location}: {exc}")
+            return
+        self.counters.processed += 1
+        self._platform_log(f"inference {request.inference_id} completed: {request.output_location}")
+
+    async def _fail(self, request: AsyncRequest, reason: str) -> None:
+        self.counters.failures += 1
+        self._platform_log(f"inference {request.inference_id} failed: {reason}")
+        try:
+            await self._put(request.failure_location, reason.encode(), "text/plain")
+        except Exception:  # noqa: BLE001 - nowhere left to write it: the platform log has it
+            log.exception(
+                "could not write the failure of %s to %s", request.inference_id, request.failure_location
+            )

@@ -1,0 +1,53 @@
+"""InvokeEndpointAsync (rest-json): POST /endpoints/{EndpointName}/async-invocations.
+
+The request is validated as InvokeEndpoint's (botocore's model, IAM, the body cap) and joins the
+endpoint's queue; the answer is 202 at once with `{"InferenceId"}` in the body and the
+X-Amzn-SageMaker-OutputLocation / -FailureLocation headers (spec §1.4). The input is read from S3
+when a worker runs the request (hosting/async_inference/).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from aiohttp import web
+
+from emulator.errors import SmlocalError
+from emulator.hosting.endpoints.service import HostingService
+from emulator.wire.access import AccessCheck
+from emulator.wire.errors import runtime_error
+from emulator.wire.runtime_api import header_members, read_invocation, register_integer_members
+from emulator.wire.service_models import SAGEMAKER_RUNTIME, operation_model
+
+_ASYNC = operation_model(SAGEMAKER_RUNTIME, "InvokeEndpointAsync")
+_HEADER_MEMBERS = header_members(_ASYNC)
+register_integer_members(_ASYNC.input_shape)
+#: member -> the keyword of HostingService.invoke_async
+_OPTIONS = {
+    "ContentType": "content_type",
+    "Accept": "accept",
+    "CustomAttributes": "custom_attributes",
+    "InferenceId": "inference_id",
+    "RequestTTLSeconds": "ttl_s",
+    "InvocationTimeoutSeconds": "timeout_s",
+    "S3OutputPathExtension": "extension",
+    "Filename": "filename",
+}
+
+
+async def invoke_endpoint_async(
+    request: web.Request, svc: HostingService, access: AccessCheck | None = None
+) -> web.Response:
+    request_id = str(uuid.uuid4())
+    try:
+        members = await read_invocation(request, svc, access, _ASYNC.input_shape, _HEADER_MEMBERS)
+        options = {kw: members[m] for m, kw in _OPTIONS.items() if m in members}
+        queued = svc.invoke_async(members["EndpointName"], members["InputLocation"], **options)
+    except SmlocalError as exc:
+        return runtime_error(exc, request_id)
+    headers = {
+        "X-Amzn-SageMaker-OutputLocation": queued.output_location,
+        "X-Amzn-SageMaker-FailureLocation": queued.failure_location,
+        "x-amzn-RequestId": request_id,
+    }
+    return web.json_response({"InferenceId": queued.inference_id}, status=202, headers=headers)

@@ -1,0 +1,219 @@
+"""Asynchronous inference end to end: real containers, moto's S3 server, unchanged boto3."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from botocore.exceptions import ClientError
+
+from emulator.config import ContractLimits
+from tests.fixtures.smlocal_server import Smlocal, error_of, start_smlocal
+from tests.fixtures.streaming import stream_script
+
+LIMITS = ContractLimits(startup_timeout_s=20.0, invocation_timeout_s=5.0, stop_grace_s=2.0)
+
+
+@pytest.fixture(scope="module")
+def bucket(s3_server: str) -> Iterator[str]:
+    from tests.fixtures.s3server import make_s3_client
+
+    name = f"smlocal-async-{uuid.uuid4().hex[:12]}"
+    make_s3_client(s3_server).create_bucket(Bucket=name)
+    yield name
+
+
+@pytest.fixture(scope="module")
+def env(
+    tmp_path_factory: pytest.TempPathFactory, echo_image: str, s3_server: str, aws_credentials: None
+) -> Iterator[Smlocal]:
+    smlocal = start_smlocal(
+        tmp_path_factory.mktemp("async"), echo_image, limits=LIMITS, s3_endpoint_url=s3_server
+    )
+    try:
+        yield smlocal
+    finally:
+        smlocal.server.stop()
+
+
+def deploy_async(
+    env: Smlocal, name: str, bucket: str, image: str | None = None, concurrency: int | None = None
+) -> dict[str, Any]:
+    env.sm.create_model(ModelName=name, PrimaryContainer={"Image": image or env.image})
+    config: dict[str, Any] = {
+        "OutputConfig": {
+            "S3OutputPath": f"s3://{bucket}/{name}/out",
+            "S3FailurePath": f"s3://{bucket}/{name}/err",
+        }
+    }
+    if concurrency is not None:
+        config["ClientConfig"] = {"MaxConcurrentInvocationsPerInstance": concurrency}
+    env.sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+        AsyncInferenceConfig=config,
+    )
+    env.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    return env.wait(name)
+
+
+def s3_object(s3: Any, url: str, timeout_s: float = 20.0) -> dict[str, Any]:
+    """The object at an s3:// URL once it exists (polled: the worker writes it later)."""
+    bucket, key = url.removeprefix("s3://").split("/", 1)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            got: dict[str, Any] = s3.get_object(Bucket=bucket, Key=key)
+            return got
+        except s3.exceptions.NoSuchKey:
+            assert time.monotonic() < deadline, f"nothing at {url}"
+            time.sleep(0.05)
+
+
+def put_input(s3: Any, bucket: str, key: str, data: bytes) -> str:
+    s3.put_object(Bucket=bucket, Key=key, Body=data)
+    return f"s3://{bucket}/{key}"
+
+
+def test_an_async_request_is_answered_202_and_its_output_lands_in_s3(
+    env: Smlocal, bucket: str, s3_client: Any
+) -> None:
+    name = "async-echo"
+    assert deploy_async(env, name, bucket)["EndpointStatus"] == "InService"
+    try:
+        described = env.sm.describe_endpoint_config(EndpointConfigName=name)["AsyncInferenceConfig"]
+        assert described == {
+            "OutputConfig": {
+                "S3OutputPath": f"s3://{bucket}/{name}/out",
+                "S3FailurePath": f"s3://{bucket}/{name}/err",
+            }
+        }
+        location = put_input(s3_client, bucket, "inputs/one.json", b'{"x": 1}')
+        answer = env.rt.invoke_endpoint_async(
+            EndpointName=name, InputLocation=location, ContentType="application/json", InferenceId="first-1"
+        )
+        assert answer["ResponseMetadata"]["HTTPStatusCode"] == 202
+        assert answer["InferenceId"] == "first-1"
+        assert answer["OutputLocation"] == f"s3://{bucket}/{name}/out/first-1.out"
+        assert answer["FailureLocation"] == f"s3://{bucket}/{name}/err/first-1-error.out"
+        output = s3_object(s3_client, answer["OutputLocation"])
+        assert output["Body"].read() == b'{"x": 1}'  # the echo container's answer
+        assert output["ContentType"] == "application/json"
+
+        # a model's error goes to the failure location with its reason
+        failing = env.rt.invoke_endpoint_async(
+            EndpointName=name, InputLocation=location, CustomAttributes="status=500"
+        )
+        reason = s3_object(s3_client, failing["FailureLocation"])["Body"].read().decode()
+        assert reason.startswith('Received server error (500) from primary with message "error body 500".')
+        # an input that is not there
+        missing = env.rt.invoke_endpoint_async(EndpointName=name, InputLocation=f"s3://{bucket}/nope.json")
+        text = s3_object(s3_client, missing["FailureLocation"])["Body"].read().decode()
+        assert text.startswith(f"Failed to download the input s3://{bucket}/nope.json: ")
+
+        # an async endpoint takes only InvokeEndpointAsync
+        with pytest.raises(ClientError) as refused:
+            env.rt.invoke_endpoint(EndpointName=name, Body=b"{}")
+        assert error_of(refused.value) == (
+            "ValidationError",
+            400,
+            f"Endpoint {name} is an asynchronous endpoint (its endpoint config has AsyncInferenceConfig): "
+            "call InvokeEndpointAsync.",
+        )
+        logs = httpx.get(f"{env.server.url}/_smlocal/endpoints/{name}/logs").text
+        assert "inference first-1 completed" in logs
+    finally:
+        env.cleanup(name)
+
+
+def test_a_real_time_endpoint_refuses_invoke_endpoint_async(env: Smlocal) -> None:
+    env.deploy("rt-only")
+    try:
+        with pytest.raises(ClientError) as refused:
+            env.rt.invoke_endpoint_async(EndpointName="rt-only", InputLocation="s3://b/k")
+        assert error_of(refused.value) == (
+            "ValidationError",
+            400,
+            "Endpoint rt-only is not an asynchronous endpoint: InvokeEndpointAsync needs an endpoint config "
+            "with AsyncInferenceConfig. Call InvokeEndpoint.",
+        )
+        with pytest.raises(ClientError) as missing:
+            env.rt.invoke_endpoint_async(EndpointName="nowhere", InputLocation="s3://b/k")
+        assert error_of(missing.value)[:2] == ("ValidationError", 400)
+    finally:
+        env.cleanup("rt-only")
+
+
+def test_max_concurrent_invocations_per_instance_is_honoured(
+    env: Smlocal, bucket: str, s3_client: Any, streamer_image: str
+) -> None:
+    name = "async-peak"
+    assert (
+        deploy_async(env, name, bucket, image=streamer_image, concurrency=2)["EndpointStatus"] == "InService"
+    )
+    try:
+        location = put_input(s3_client, bucket, "inputs/slow.json", stream_script(parts=1, first_delay_s=0.4))
+        answers = [env.rt.invoke_endpoint_async(EndpointName=name, InputLocation=location) for _ in range(6)]
+        for answer in answers:
+            assert s3_object(s3_client, answer["OutputLocation"])["Body"].read() == b"part 000000\n"
+        service = env.server.service
+        assert service is not None
+        (instance,) = service._fleets[name].all_instances()
+        stats = httpx.get(f"{instance.base_url}/stats").json()
+        assert stats["started"] == 6
+        assert stats["peak"] == 2  # never more than MaxConcurrentInvocationsPerInstance at once
+    finally:
+        env.cleanup(name)
+
+
+def test_a_restart_keeps_the_queue_and_says_what_runs_again(
+    tmp_path_factory: pytest.TempPathFactory,
+    streamer_image: str,
+    s3_server: str,
+    aws_credentials: None,
+    bucket: str,
+    s3_client: Any,
+) -> None:
+    state = tmp_path_factory.mktemp("async-restart")
+    first = start_smlocal(
+        state, streamer_image, limits=LIMITS, s3_endpoint_url=s3_server, stop_containers=False
+    )
+    name = "async-restart"
+    try:
+        assert deploy_async(first, name, bucket, concurrency=1)["EndpointStatus"] == "InService"
+        location = put_input(
+            s3_client, bucket, "inputs/restart.json", stream_script(parts=1, first_delay_s=0.5)
+        )
+        answers = [
+            first.rt.invoke_endpoint_async(EndpointName=name, InputLocation=location) for _ in range(4)
+        ]
+        s3_object(s3_client, answers[0]["OutputLocation"])  # one done, the others queued or running
+    finally:
+        first.server.stop()
+    second = start_smlocal(state, streamer_image, limits=LIMITS, s3_endpoint_url=s3_server)
+    try:
+        assert second.wait(name)["EndpointStatus"] == "InService"
+        for answer in answers:  # nothing lost
+            assert s3_object(s3_client, answer["OutputLocation"])["Body"].read() == b"part 000000\n"
+        logs = httpx.get(f"{second.server.url}/_smlocal/endpoints/{name}/logs").text
+        assert "queued asynchronous request(s) loaded" in logs
+        service = second.server.service
+        assert service is not None
+        (instance,) = service._fleets[name].all_instances()  # adopted: the same container
+        started = httpx.get(f"{instance.base_url}/stats").json()["started"]
+        # a request the model received before the stop and again after it is named in the log
+        assert logs.count("started again after a restart of smlocal") >= started - len(answers)
+    finally:
+        second.cleanup(name)
+        second.server.stop()
