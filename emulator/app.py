@@ -120,10 +120,12 @@ def _sampler(
 
 
 def _s3_factory(config: ServerConfig) -> Callable[[], Any]:
+    return _client_factory(config, "s3", config.s3_endpoint_url)
+
+
+def _client_factory(config: ServerConfig, service: str, endpoint_url: str | None) -> Callable[[], Any]:
     def make() -> Any:
-        return boto3.session.Session().client(
-            "s3", endpoint_url=config.s3_endpoint_url, region_name=config.region
-        )
+        return boto3.session.Session().client(service, endpoint_url=endpoint_url, region_name=config.region)
 
     return make
 
@@ -166,7 +168,13 @@ def build_app(
         else:
             rt = runtime
         artifacts = ArtifactStore.for_server(config, _s3_factory(config))
-        service = HostingService(config, rt, artifacts, s3_client_factory=_s3_factory(config))
+        service = HostingService(
+            config,
+            rt,
+            artifacts,
+            s3_client_factory=_s3_factory(config),
+            sns_client_factory=_client_factory(config, "sns", config.sns_endpoint_url),
+        )
         app[SERVICE] = service
         await service.start()
         metrics.instance_count = functools.partial(_instance_count, service)

@@ -90,6 +90,8 @@ class ServerConfig:
     ping_interval_s: float = 0.05
     #: S3 endpoint for s3:// model data (None: boto3's own resolution, incl. AWS_ENDPOINT_URL_S3).
     s3_endpoint_url: str | None = None
+    #: SNS endpoint for asynchronous inference's notifications (None: boto3's own resolution).
+    sns_endpoint_url: str | None = None
     #: Ask the engine for GPUs for ml.g*/ml.p* instance types (falls back with a warning).
     gpu_instance_prefixes: tuple[str, ...] = ("ml.g", "ml.p", "local_gpu")
     #: Length of a metrics period in policy time (CloudWatch's is one minute); CPU and memory are

@@ -48,6 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         account_id=args.account_id,
         limits=limits,
         s3_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
+        sns_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_SNS") or os.environ.get("AWS_ENDPOINT_URL"),
         time_scale=args.time_scale,
         model_load_window_s=args.model_load_window,
         archive_limits=ArchiveLimits(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,7 +34,11 @@ def env(
     tmp_path_factory: pytest.TempPathFactory, echo_image: str, s3_server: str, aws_credentials: None
 ) -> Iterator[Smlocal]:
     smlocal = start_smlocal(
-        tmp_path_factory.mktemp("async"), echo_image, limits=LIMITS, s3_endpoint_url=s3_server
+        tmp_path_factory.mktemp("async"),
+        echo_image,
+        limits=LIMITS,
+        s3_endpoint_url=s3_server,
+        sns_endpoint_url=s3_server,  # moto's server speaks SNS too
     )
     try:
         yield smlocal
@@ -41,7 +47,12 @@ def env(
 
 
 def deploy_async(
-    env: Smlocal, name: str, bucket: str, image: str | None = None, concurrency: int | None = None
+    env: Smlocal,
+    name: str,
+    bucket: str,
+    image: str | None = None,
+    concurrency: int | None = None,
+    notification: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     env.sm.create_model(ModelName=name, PrimaryContainer={"Image": image or env.image})
     config: dict[str, Any] = {
@@ -52,6 +63,8 @@ def deploy_async(
     }
     if concurrency is not None:
         config["ClientConfig"] = {"MaxConcurrentInvocationsPerInstance": concurrency}
+    if notification is not None:
+        config["OutputConfig"]["NotificationConfig"] = notification
     env.sm.create_endpoint_config(
         EndpointConfigName=name,
         ProductionVariants=[
@@ -217,3 +230,106 @@ def test_a_restart_keeps_the_queue_and_says_what_runs_again(
     finally:
         second.cleanup(name)
         second.server.stop()
+
+
+def _sns_sqs(s3_server: str) -> tuple[Any, Any]:
+    import boto3
+
+    kwargs: dict[str, Any] = {
+        "endpoint_url": s3_server,
+        "region_name": "us-east-1",
+        "aws_access_key_id": "testing",
+        "aws_secret_access_key": "testing",
+    }
+    return boto3.client("sns", **kwargs), boto3.client("sqs", **kwargs)
+
+
+def _topic_with_queue(sns: Any, sqs: Any, name: str) -> tuple[str, str]:
+    """An SNS topic and an SQS queue subscribed to it with raw delivery (the message as published)."""
+    topic = sns.create_topic(Name=name)["TopicArn"]
+    queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns.subscribe(
+        TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"}
+    )
+    return topic, queue_url
+
+
+def _received(sqs: Any, queue_url: str, timeout_s: float = 20.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1).get("Messages", [])
+        if got:
+            document: dict[str, Any] = json.loads(got[0]["Body"])
+            return document
+    raise AssertionError(f"no message on {queue_url}")
+
+
+def test_success_and_error_notifications_are_published_to_sns(
+    env: Smlocal, bucket: str, s3_client: Any, s3_server: str
+) -> None:
+    sns, sqs = _sns_sqs(s3_server)
+    success, success_queue = _topic_with_queue(sns, sqs, "async-ok")
+    error, error_queue = _topic_with_queue(sns, sqs, "async-err")
+    name = "async-notify"
+    notification = {
+        "SuccessTopic": success,
+        "ErrorTopic": error,
+        "IncludeInferenceResponseIn": ["SUCCESS_NOTIFICATION_TOPIC"],
+    }
+    assert deploy_async(env, name, bucket, notification=notification)["EndpointStatus"] == "InService"
+    try:
+        location = put_input(s3_client, bucket, "inputs/notify.json", b'{"n": 1}')
+        ok = env.rt.invoke_endpoint_async(
+            EndpointName=name, InputLocation=location, ContentType="application/json", InferenceId="n-ok"
+        )
+        message = _received(sqs, success_queue)
+        assert message["inferenceId"] == "n-ok"
+        assert message["invocationStatus"] == "Completed"
+        assert message["eventName"] == "InferenceResult" and message["eventSource"] == "aws:sagemaker"
+        assert message["requestParameters"] == {
+            "contentType": "application/json",
+            "endpointName": name,
+            "inputLocation": location,
+        }
+        assert message["responseParameters"] == {
+            "contentType": "application/json",
+            "outputLocation": ok["OutputLocation"],
+        }
+        assert base64.b64decode(message["responseBody"]["content"]) == b'{"n": 1}'
+
+        env.rt.invoke_endpoint_async(
+            EndpointName=name, InputLocation=location, InferenceId="n-bad", CustomAttributes="status=500"
+        )
+        failed = _received(sqs, error_queue)
+        assert failed["inferenceId"] == "n-bad" and failed["invocationStatus"] == "Failed"
+        assert failed["failureReason"].startswith("Received server error (500) from primary")
+        assert "responseBody" not in failed
+    finally:
+        env.cleanup(name)
+
+
+def test_a_failed_publish_is_counted_and_the_result_stands(env: Smlocal, bucket: str, s3_client: Any) -> None:
+    name = "async-lost-topic"
+    gone = "arn:aws:sns:us-east-1:123456789012:no-such-topic"
+    assert (
+        deploy_async(env, name, bucket, notification={"SuccessTopic": gone})["EndpointStatus"] == "InService"
+    )
+    try:
+        location = put_input(s3_client, bucket, "inputs/lost.json", b"kept")
+        answer = env.rt.invoke_endpoint_async(EndpointName=name, InputLocation=location)
+        assert s3_object(s3_client, answer["OutputLocation"])["Body"].read() == b"kept"
+        service = env.server.service
+        assert service is not None
+        endpoint = service.async_inference.endpoint(name)
+        assert endpoint is not None
+        deadline = time.monotonic() + 10
+        while endpoint.counters.notification_failures < 1:
+            assert time.monotonic() < deadline, "the failed publish was not counted"
+            time.sleep(0.05)
+        logs = httpx.get(f"{env.server.url}/_smlocal/endpoints/{name}/logs").text
+        assert f"the notification to {gone} failed" in logs
+    finally:
+        env.cleanup(name)

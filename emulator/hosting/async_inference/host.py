@@ -48,8 +48,11 @@ class AsyncInferenceHost:
         account: Account,
         executors: Executors,
         s3_client_factory: Callable[[], Any] | None = None,
+        sns_client_factory: Callable[[], Any] | None = None,
     ) -> None:
         self._config = config
+        self._sns_factory = sns_client_factory or self._default_sns_factory
+        self._sns: Any = None
         self._account = account
         self._executors = executors
         self._factory = s3_client_factory or self._default_factory
@@ -60,7 +63,14 @@ class AsyncInferenceHost:
     def _default_factory(self) -> Any:
         import boto3
 
-        return boto3.client("s3", endpoint_url=self._config.s3_endpoint_url)
+        return boto3.client("s3", endpoint_url=self._config.s3_endpoint_url, region_name=self._config.region)
+
+    def _default_sns_factory(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "sns", endpoint_url=self._config.sns_endpoint_url, region_name=self._config.region
+        )
 
     async def start(self) -> None:
         await self._invoker.start()
@@ -101,6 +111,8 @@ class AsyncInferenceHost:
             self._get,
             self._put,
             platform_log,
+            self._publish,
+            self._config.region,
         )
         self._endpoints[name] = endpoint
         if len(queue):
@@ -173,6 +185,14 @@ class AsyncInferenceHost:
             return data
 
         return await self._executors.model_data(read)
+
+    async def _publish(self, topic: str, text: str) -> None:
+        def publish() -> None:
+            if self._sns is None:
+                self._sns = self._sns_factory()
+            self._sns.publish(TopicArn=topic, Message=text)
+
+        await self._executors.model_data(publish)
 
     async def _put(self, url: str, data: bytes, content_type: str | None) -> None:
         bucket, key = _split(url)

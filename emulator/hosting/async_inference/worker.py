@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from multidict import CIMultiDict
 
 from emulator.errors import ModelErrorResponse, ModelFault
+from emulator.hosting.async_inference import notify
 from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
 from emulator.hosting.fleet.invoker import FaultContext, Invoker
 from emulator.hosting.fleet.variants import EndpointFleet, Instance
@@ -36,6 +37,8 @@ CAPACITY_POLL_S = 1.0
 #: S3 access through the model data layer's clients: get(url) -> bytes, put(url, data, content_type)
 Get = Callable[[str], Awaitable[bytes]]
 Put = Callable[[str, bytes, str | None], Awaitable[None]]
+#: SNS: publish(topic ARN, message text)
+Publish = Callable[[str, str], Awaitable[None]]
 
 
 @dataclass
@@ -47,6 +50,7 @@ class Counters:
     expired: int = 0
     download_failures: int = 0
     upload_failures: int = 0
+    notification_failures: int = 0
     errors_4xx: int = 0
     errors_5xx: int = 0
     #: seconds each finished request waited in the queue, and took in all
@@ -65,8 +69,12 @@ class AsyncEndpoint:
         get: Get,
         put: Put,
         platform_log: Callable[[str], None],
+        publish: Publish | None = None,
+        region: str = "us-east-1",
     ) -> None:
         self.name = name
+        self._publish = publish
+        self._region = region
         #: the endpoint config's AsyncInferenceConfig (replaced by the host after an update)
         self.settings = settings
         self.queue = queue
@@ -198,6 +206,16 @@ class AsyncEndpoint:
             return
         self.counters.processed += 1
         self._platform_log(f"inference {request.inference_id} completed: {request.output_location}")
+        included = notify.SUCCESS in self.settings.include_response_in
+        document = notify.message(
+            request,
+            self.name,
+            self._region,
+            time.time(),
+            content_type=reply.content_type,
+            response=reply.body if included else None,
+        )
+        await self._notify(self.settings.success_topic, document)
 
     async def _fail(self, request: AsyncRequest, reason: str) -> None:
         self.counters.failures += 1
@@ -208,3 +226,16 @@ class AsyncEndpoint:
             log.exception(
                 "could not write the failure of %s to %s", request.inference_id, request.failure_location
             )
+        document = notify.message(request, self.name, self._region, time.time(), failure_reason=reason)
+        await self._notify(self.settings.error_topic, document)
+
+    async def _notify(self, topic: str | None, document: dict[str, object]) -> None:
+        """Publish to the topic (if configured); a failed publish is counted, the result stands."""
+        if topic is None or self._publish is None:
+            return
+        try:
+            await self._publish(topic, notify.encode(document))
+        except Exception as exc:  # noqa: BLE001 - the SNS client's errors
+            self.counters.notification_failures += 1
+            inference_id = document["inferenceId"]
+            self._platform_log(f"inference {inference_id}: the notification to {topic} failed: {exc}")

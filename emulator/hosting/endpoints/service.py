@@ -68,6 +68,7 @@ class HostingService(
         artifacts: ModelDataStore,
         clock: Callable[[], datetime] = _now,
         s3_client_factory: Callable[[], Any] | None = None,
+        sns_client_factory: Callable[[], Any] | None = None,
     ) -> None:
         self.config = config
         self.account = Account(config.region, config.account_id)
@@ -96,7 +97,9 @@ class HostingService(
         #: multi-model instances' models (downloaded and loaded on demand)
         self.multi_model = MultiModelHost(config, artifacts, self.executors, lambda: self.invoker.session)
         #: asynchronous endpoints' queues and workers (InvokeEndpointAsync)
-        self.async_inference = AsyncInferenceHost(config, self.account, self.executors, s3_client_factory)
+        self.async_inference = AsyncInferenceHost(
+            config, self.account, self.executors, s3_client_factory, sns_client_factory
+        )
         #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
         self.deletion_listeners: list[Callable[[str], None]] = [self.async_inference.forget]
         #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
