@@ -13,6 +13,7 @@ from aiohttp import web
 from emulator.config import ServerConfig, instance_volume_bytes
 from emulator.errors import PolicyFileInvalid
 from emulator.hosting.endpoints.service import HostingService
+from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.alarms import AlarmService
 from emulator.hosting.monitoring.sampler import InstanceProbes, InstanceRef, Sampler
 from emulator.hosting.monitoring.store import Metrics
@@ -119,6 +120,16 @@ def _sampler(
     return Sampler(metrics, instances, stats, counts, config.metrics_period_real_s, probes=probes)
 
 
+def _async_invocation(
+    metrics: m.Metrics, endpoint: str, variant: str, status: int, model_s: float, total_s: float
+) -> None:
+    """An async request's container call: Invocation4XX/5XXErrors and ModelLatency (Invocations,
+    InvocationsPerInstance and OverheadLatency are not published for async endpoints)."""
+    metrics.async_endpoints.add(endpoint)
+    outcome = m.OK if 200 <= status < 300 else runtime_api.outcome_of(status)
+    metrics.record(endpoint, variant, outcome, model_s, total_s)
+
+
 def _s3_factory(config: ServerConfig) -> Callable[[], Any]:
     return _client_factory(config, "s3", config.s3_endpoint_url)
 
@@ -180,6 +191,8 @@ def build_app(
         metrics.instance_count = functools.partial(_instance_count, service)
         hooks.sampler = _sampler(metrics, service, rt, config)
         service.multi_model.record = metrics.record_model_metric
+        service.async_inference.metrics.record = metrics.record_async
+        service.async_inference.metrics.invocation = functools.partial(_async_invocation, metrics)
         hooks.sampler.start()
         scaler = app[SCALER] = AutoScaler(config, service, metrics)
         scaler.start()

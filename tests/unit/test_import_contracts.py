@@ -51,7 +51,7 @@ def test_a_deliberate_violation_breaks_them(tmp_path: Path) -> None:
     assert "emulator.model.violation -> emulator.hosting.endpoints.service" in done.stdout
 
 
-ROOMS = "hosting's rooms: scaling -> endpoints | monitoring -> multi_model -> fleet -> executors | state_files BROKEN"
+ROOMS = "hosting's rooms: scaling -> endpoints | monitoring -> multi_model | async_inference -> fleet -> executors | state_files BROKEN"
 VIOLATIONS = [
     # (module added, its import, the contract it breaks, the import line reported)
     (

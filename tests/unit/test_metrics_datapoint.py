@@ -203,6 +203,14 @@ PUBLISHED = (
     "AWS/SageMaker/ModelLatency, AWS/SageMaker/ModelLoadingTime, AWS/SageMaker/ModelLoadingWaitTime, "
     "AWS/SageMaker/ModelUnloadingTime, AWS/SageMaker/OverheadLatency"
 )
+ASYNC = (
+    "ApproximateAgeOfOldestRequest ApproximateBacklogSize ApproximateBacklogSizePerInstance "
+    "ExpiredRequests HasBacklogWithoutCapacity InvocationFailures InvocationsProcesssed "
+    "NotificationFailures RequestDownloadFailures RequestDownloadLatency ResponseUploadFailures "
+    "ResponseUploadLatency TimeInBacklog TotalProcessingTime"
+).split()
+#: every published metric, sorted as the message lists them
+PUBLISHED = ", ".join(sorted([*PUBLISHED.split(", "), *(f"AWS/SageMaker/{n}" for n in ASYNC)]))
 
 
 @pytest.mark.parametrize(
@@ -231,7 +239,7 @@ def test_unknown_metric() -> None:
     "dims",
     [
         (),
-        (("EndpointName", "ep"),),
+        (("EndpointName", "ep"),),  # only the asynchronous queue metrics have EndpointName alone
         (("VariantName", "v"),),
         (*DIMS, ("InstanceId", "i-1")),
         (("EndpointName", "ep"), ("Variant", "v")),
@@ -243,7 +251,23 @@ def test_wrong_dimensions(dims: tuple[tuple[str, str], ...]) -> None:
         "smlocal's metrics have exactly the dimensions EndpointName and VariantName (and "
         "ContainerName for a container's Invocations, Invocation4XXErrors, Invocation5XXErrors, "
         "ContainerLatency, OverheadLatency, CPUUtilization and MemoryUtilization; ContainerLatency "
-        "has no other)."
+        "has no other); an asynchronous endpoint's ApproximateBacklogSize, "
+        "ApproximateBacklogSizePerInstance, ApproximateAgeOfOldestRequest and HasBacklogWithoutCapacity "
+        "have EndpointName alone."
+    )
+
+
+def test_the_async_queue_metrics_have_endpoint_name_alone() -> None:
+    alone = (("EndpointName", "ep"),)
+    assert (
+        custom_metric_problem(
+            CustomizedMetric("ApproximateBacklogSizePerInstance", SAGEMAKER, alone, "Average")
+        )
+        is None
+    )
+    assert (
+        custom_metric_problem(CustomizedMetric("ApproximateBacklogSize", SAGEMAKER, DIMS, "Average"))
+        is not None
     )
 
 

@@ -343,9 +343,7 @@ def test_variant_without_model_name_unsupported() -> None:
     unsupported(s.production_variant, {"VariantName": "v"})
 
 
-@pytest.mark.parametrize(
-    "feature", ["AsyncInferenceConfig", "ShadowProductionVariants", "ExplainerConfig", "DataCaptureConfig"]
-)
+@pytest.mark.parametrize("feature", ["ShadowProductionVariants", "ExplainerConfig", "DataCaptureConfig"])
 def test_unsupported_endpoint_config_features(feature: str) -> None:
     params = {
         "EndpointConfigName": "c",

@@ -9,6 +9,8 @@ DeleteEndpoint (its queue is dropped with it). Locations [U]: the output is
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import shutil
 import time
@@ -20,7 +22,7 @@ from urllib.parse import urlparse
 from emulator.config import ServerConfig
 from emulator.errors import ValidationFailed
 from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
-from emulator.hosting.async_inference.worker import AsyncEndpoint
+from emulator.hosting.async_inference.worker import AsyncEndpoint, AsyncMetrics
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.invoker import FaultContext, Invoker
 from emulator.hosting.fleet.variants import EndpointFleet
@@ -34,6 +36,8 @@ ASYNC_MAX_RESPONSE_BYTES = 1024**3
 #: InvocationTimeoutSeconds and RequestTTLSeconds when the request gives none (spec §1, §8).
 DEFAULT_INVOCATION_TIMEOUT_S = 900
 DEFAULT_REQUEST_TTL_S = 21600
+#: How many samples of the queue metrics each metric period gets [U].
+SAMPLES_PER_PERIOD = 6
 
 
 def _split(url: str) -> tuple[str, str]:
@@ -58,6 +62,9 @@ class AsyncInferenceHost:
         self._factory = s3_client_factory or self._default_factory
         self._client: Any = None
         self._endpoints: dict[str, AsyncEndpoint] = {}
+        #: where the workers' metrics go (app.py: the metric store)
+        self.metrics = AsyncMetrics()
+        self._sampler: asyncio.Task[None] | None = None
         self._invoker = Invoker(ASYNC_MAX_RESPONSE_BYTES, float(DEFAULT_INVOCATION_TIMEOUT_S))
 
     def _default_factory(self) -> Any:
@@ -74,8 +81,36 @@ class AsyncInferenceHost:
 
     async def start(self) -> None:
         await self._invoker.start()
+        self._sampler = asyncio.get_running_loop().create_task(self._sample(), name="async-metrics")
+
+    async def _sample(self) -> None:
+        """The queue metrics of every async endpoint, SAMPLES_PER_PERIOD times per metric period:
+        ApproximateBacklogSize (waiting and running), ...PerInstance (over the instances, the backlog
+        itself at none [U]), ApproximateAgeOfOldestRequest (s), HasBacklogWithoutCapacity."""
+        interval = self._config.metrics_period_real_s / SAMPLES_PER_PERIOD
+        while True:
+            await asyncio.sleep(interval)
+            now = time.time()
+            for name, endpoint in list(self._endpoints.items()):
+                backlog = len(endpoint.queue)
+                instances = endpoint.instance_count()
+                oldest = endpoint.queue.oldest_received()
+                record = self.metrics.record
+                record(name, None, "ApproximateBacklogSize", float(backlog))
+                record(
+                    name,
+                    None,
+                    "ApproximateBacklogSizePerInstance",
+                    backlog / instances if instances else float(backlog),
+                )
+                record(name, None, "ApproximateAgeOfOldestRequest", 0.0 if oldest is None else now - oldest)
+                record(name, None, "HasBacklogWithoutCapacity", 1.0 if backlog and not instances else 0.0)
 
     async def close(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sampler
         for endpoint in list(self._endpoints.values()):
             await endpoint.close()
         self._endpoints.clear()
@@ -113,6 +148,7 @@ class AsyncInferenceHost:
             platform_log,
             self._publish,
             self._config.region,
+            self.metrics,
         )
         self._endpoints[name] = endpoint
         if len(queue):

@@ -57,6 +57,24 @@ class Counters:
     time_in_backlog_s: list[float] = field(default_factory=list)
 
 
+def _no_record(endpoint: str, variant: str | None, name: str, value: float) -> None:
+    return None
+
+
+def _no_invocation(endpoint: str, variant: str, status: int, model_s: float, total_s: float) -> None:
+    return None
+
+
+@dataclass
+class AsyncMetrics:
+    """Where the workers' metrics go (app.py points them at the metric store; nowhere by default).
+    `record(endpoint, variant or None for the endpoint's own, metric name, value)`;
+    `invocation(endpoint, variant, the container's HTTP status (0: no answer), model s, total s)`."""
+
+    record: Callable[[str, str | None, str, float], None] = _no_record
+    invocation: Callable[[str, str, int, float, float], None] = _no_invocation
+
+
 class AsyncEndpoint:
     def __init__(
         self,
@@ -71,8 +89,10 @@ class AsyncEndpoint:
         platform_log: Callable[[str], None],
         publish: Publish | None = None,
         region: str = "us-east-1",
+        metrics: AsyncMetrics | None = None,
     ) -> None:
         self.name = name
+        self.metrics = metrics or AsyncMetrics()
         self._publish = publish
         self._region = region
         #: the endpoint config's AsyncInferenceConfig (replaced by the host after an update)
@@ -132,6 +152,9 @@ class AsyncEndpoint:
             if time.time() - request.received_at > request.ttl_s:
                 self.queue.drop(request)
                 self.counters.expired += 1
+                fleet = self._fleet()
+                if fleet is not None and fleet.variants:  # [U] the endpoint's first variant
+                    self.metrics.record(self.name, next(iter(fleet.variants)), "ExpiredRequests", 1.0)
                 self._platform_log(messages.async_request_expired(request.inference_id, request.ttl_s))
                 continue
             instance = self._free_instance()
@@ -157,6 +180,8 @@ class AsyncEndpoint:
 
     async def _process(self, request: AsyncRequest, instance: Instance) -> None:
         started = time.time()
+        variant = instance.variant_name
+        self.metrics.record(self.name, variant, "TimeInBacklog", (started - request.received_at) * 1e3)
         try:
             await self._handle(request, instance)
         except asyncio.CancelledError:
@@ -165,19 +190,28 @@ class AsyncEndpoint:
             log.exception("inference %s of %s failed", request.inference_id, self.name)
         else:
             self.queue.finish(request)
+            self.metrics.record(
+                self.name, variant, "TotalProcessingTime", (time.time() - request.received_at) * 1e3
+            )
         finally:
             instance.outstanding -= 1
             self.counters.time_in_backlog_s.append(started - request.received_at)
             self._wake.set()
 
     async def _handle(self, request: AsyncRequest, instance: Instance) -> None:
+        variant = instance.variant_name
+        began = time.perf_counter()
         try:
             body = await self._get(request.input_location)
         except Exception as exc:  # noqa: BLE001 - the S3 client's errors: the request's failure
             self.counters.download_failures += 1
+            self.metrics.record(self.name, variant, "RequestDownloadFailures", 1.0)
             detail = f"{type(exc).__name__}: {exc}"
-            await self._fail(request, messages.async_input_unreadable(request.input_location, detail))
+            await self._fail(
+                request, variant, messages.async_input_unreadable(request.input_location, detail)
+            )
             return
+        self.metrics.record(self.name, variant, "RequestDownloadLatency", (time.perf_counter() - began) * 1e6)
         headers: CIMultiDict[str] = CIMultiDict()
         for name, value in (
             ("Content-Type", request.content_type),
@@ -187,6 +221,7 @@ class AsyncEndpoint:
         ):
             if value is not None:
                 headers[name] = value
+        called = time.perf_counter()
         try:
             reply = await self._invoker.invoke(
                 instance.invocations_url, body, headers, self._context, timeout_s=float(request.timeout_s)
@@ -196,15 +231,28 @@ class AsyncEndpoint:
                 self.counters.errors_4xx += 1
             elif isinstance(fault, ModelErrorResponse):
                 self.counters.errors_5xx += 1
-            await self._fail(request, str(fault))
+            elapsed = time.perf_counter() - called
+            self.metrics.invocation(self.name, variant, fault.original_status, fault.model_latency_s, elapsed)
+            await self._fail(request, variant, str(fault))
             return
+        self.metrics.invocation(
+            self.name, variant, reply.status, reply.elapsed_s, time.perf_counter() - called
+        )
+        uploading = time.perf_counter()
         try:
             await self._put(request.output_location, reply.body, reply.content_type)
         except Exception as exc:  # noqa: BLE001 - the S3 client's errors
             self.counters.upload_failures += 1
-            await self._fail(request, f"Failed to upload the output to {request.output_location}: {exc}")
+            self.metrics.record(self.name, variant, "ResponseUploadFailures", 1.0)
+            await self._fail(
+                request, variant, f"Failed to upload the output to {request.output_location}: {exc}"
+            )
             return
+        self.metrics.record(
+            self.name, variant, "ResponseUploadLatency", (time.perf_counter() - uploading) * 1e6
+        )
         self.counters.processed += 1
+        self.metrics.record(self.name, variant, "InvocationsProcesssed", 1.0)
         self._platform_log(f"inference {request.inference_id} completed: {request.output_location}")
         included = notify.SUCCESS in self.settings.include_response_in
         document = notify.message(
@@ -215,10 +263,11 @@ class AsyncEndpoint:
             content_type=reply.content_type,
             response=reply.body if included else None,
         )
-        await self._notify(self.settings.success_topic, document)
+        await self._notify(self.settings.success_topic, document, variant)
 
-    async def _fail(self, request: AsyncRequest, reason: str) -> None:
+    async def _fail(self, request: AsyncRequest, variant: str, reason: str) -> None:
         self.counters.failures += 1
+        self.metrics.record(self.name, variant, "InvocationFailures", 1.0)
         self._platform_log(f"inference {request.inference_id} failed: {reason}")
         try:
             await self._put(request.failure_location, reason.encode(), "text/plain")
@@ -227,9 +276,9 @@ class AsyncEndpoint:
                 "could not write the failure of %s to %s", request.inference_id, request.failure_location
             )
         document = notify.message(request, self.name, self._region, time.time(), failure_reason=reason)
-        await self._notify(self.settings.error_topic, document)
+        await self._notify(self.settings.error_topic, document, variant)
 
-    async def _notify(self, topic: str | None, document: dict[str, object]) -> None:
+    async def _notify(self, topic: str | None, document: dict[str, object], variant: str) -> None:
         """Publish to the topic (if configured); a failed publish is counted, the result stands."""
         if topic is None or self._publish is None:
             return
@@ -237,5 +286,6 @@ class AsyncEndpoint:
             await self._publish(topic, notify.encode(document))
         except Exception as exc:  # noqa: BLE001 - the SNS client's errors
             self.counters.notification_failures += 1
+            self.metrics.record(self.name, variant, "NotificationFailures", 1.0)
             inference_id = document["inferenceId"]
             self._platform_log(f"inference {inference_id}: the notification to {topic} failed: {exc}")

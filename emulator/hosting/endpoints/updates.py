@@ -39,10 +39,13 @@ class FleetUpdates(ServiceBase):
     ) -> Endpoint:
         """Weights apply to routing at once; capacity changes run as a task (Updating -> InService)."""
         endpoint, fleet = self._serving(name)
+        # an asynchronous endpoint may scale to zero (its requests wait in the queue); [U] smlocal
+        # keeps at least one instance of any other
+        minimum = 0 if self.async_inference.is_async(endpoint.name) else 1
         for variant_name, _, count in desired:
             if variant_name not in fleet.variants:
                 raise ValidationFailed(messages.unknown_variant_update(variant_name, endpoint.name))
-            if count is not None and count < 1:  # [U]: smlocal keeps at least one instance
+            if count is not None and count < minimum:
                 raise ValidationFailed(
                     f"DesiredInstanceCount of variant {variant_name} must be at least 1 in smlocal."
                 )

@@ -125,6 +125,76 @@ METRICS: tuple[MetricInfo, ...] = (
     MetricInfo("ModelCacheHit", INVOCATION_NAMESPACE, "None", "sagemaker_model_cache_hit", "summary"),
     # the Prometheus view: a summary of the instances' samples, as the other multi-model metrics
     MetricInfo("LoadedModelCount", INSTANCE_NAMESPACE, "None", "sagemaker_loaded_model_count", "summary"),
+    # asynchronous endpoints (spec §8): the queue's, per endpoint (dimension EndpointName only)
+    MetricInfo(
+        "ApproximateBacklogSize", INVOCATION_NAMESPACE, "None", "sagemaker_async_backlog_size", "summary"
+    ),
+    MetricInfo(
+        "ApproximateBacklogSizePerInstance",
+        INVOCATION_NAMESPACE,
+        "None",
+        "sagemaker_async_backlog_size_per_instance",
+        "summary",
+    ),
+    MetricInfo(
+        "ApproximateAgeOfOldestRequest",
+        INVOCATION_NAMESPACE,
+        "Seconds",
+        "sagemaker_async_age_of_oldest_request_seconds",
+        "summary",
+    ),
+    MetricInfo(
+        "HasBacklogWithoutCapacity",
+        INVOCATION_NAMESPACE,
+        "None",
+        "sagemaker_async_has_backlog_without_capacity",
+        "summary",
+    ),
+    # ... and per variant
+    MetricInfo("InvocationsProcesssed", INVOCATION_NAMESPACE, "None", "sagemaker_async_processed", "summary"),
+    MetricInfo("InvocationFailures", INVOCATION_NAMESPACE, "None", "sagemaker_async_failures", "summary"),
+    MetricInfo("ExpiredRequests", INVOCATION_NAMESPACE, "None", "sagemaker_async_expired", "summary"),
+    MetricInfo(
+        "RequestDownloadFailures",
+        INVOCATION_NAMESPACE,
+        "None",
+        "sagemaker_async_download_failures",
+        "summary",
+    ),
+    MetricInfo(
+        "ResponseUploadFailures", INVOCATION_NAMESPACE, "None", "sagemaker_async_upload_failures", "summary"
+    ),
+    MetricInfo(
+        "NotificationFailures",
+        INVOCATION_NAMESPACE,
+        "None",
+        "sagemaker_async_notification_failures",
+        "summary",
+    ),
+    MetricInfo(
+        "RequestDownloadLatency",
+        INVOCATION_NAMESPACE,
+        "Microseconds",
+        "sagemaker_async_download_latency_microseconds",
+        "summary",
+    ),
+    MetricInfo(
+        "ResponseUploadLatency",
+        INVOCATION_NAMESPACE,
+        "Microseconds",
+        "sagemaker_async_upload_latency_microseconds",
+        "summary",
+    ),
+    MetricInfo(
+        "TimeInBacklog", INVOCATION_NAMESPACE, "Milliseconds", "sagemaker_async_time_in_backlog_ms", "summary"
+    ),
+    MetricInfo(
+        "TotalProcessingTime",
+        INVOCATION_NAMESPACE,
+        "Milliseconds",
+        "sagemaker_async_total_processing_time_ms",
+        "summary",
+    ),
 )
 #: The catalogue by metric name.
 METRICS_BY_NAME = {m.name: m for m in METRICS}
@@ -164,6 +234,33 @@ MULTI_MODEL_METRICS: dict[str, str] = {
     "LoadedModelCount": "loaded_models",
 }
 
+#: An asynchronous endpoint's queue metrics: per endpoint, dimension EndpointName only.
+ASYNC_ENDPOINT_METRICS = frozenset(
+    {
+        "ApproximateBacklogSize",
+        "ApproximateBacklogSizePerInstance",
+        "ApproximateAgeOfOldestRequest",
+        "HasBacklogWithoutCapacity",
+    }
+)
+#: An asynchronous variant's own metrics (values recorded as they happen: 1 per event for the counts).
+ASYNC_VARIANT_METRICS = frozenset(
+    {
+        "InvocationsProcesssed",
+        "InvocationFailures",
+        "ExpiredRequests",
+        "RequestDownloadFailures",
+        "ResponseUploadFailures",
+        "NotificationFailures",
+        "RequestDownloadLatency",
+        "ResponseUploadLatency",
+        "TimeInBacklog",
+        "TotalProcessingTime",
+    }
+)
+#: What SageMaker does not publish for asynchronous endpoints (spec §8).
+NOT_FOR_ASYNC = frozenset({"Invocations", "InvocationsPerInstance", "OverheadLatency"})
+
 #: The metrics of one container of a multi-container endpoint (dimension ContainerName added).
 CONTAINER_METRICS = frozenset(
     {
@@ -177,10 +274,13 @@ CONTAINER_METRICS = frozenset(
     }
 )
 #: ContainerLatency exists per container only (spec §4: the variant-level versions are the others).
-VARIANT_METRICS = frozenset(m.name for m in METRICS) - {"ContainerLatency"}
+VARIANT_METRICS = frozenset(m.name for m in METRICS) - {"ContainerLatency"} - ASYNC_ENDPOINT_METRICS
 
 _VARIANT_DIMS = frozenset({"EndpointName", "VariantName"})
 _CONTAINER_DIMS = frozenset({"EndpointName", "VariantName", "ContainerName"})
+_ENDPOINT_DIMS = frozenset({"EndpointName"})
+#: SeriesKey.variant of an endpoint's own series (the async queue metrics: EndpointName only)
+ENDPOINT_LEVEL = ""
 
 
 class SeriesKey(NamedTuple):
@@ -192,12 +292,16 @@ class SeriesKey(NamedTuple):
     container: str | None = None
 
     def dimensions(self) -> tuple[tuple[str, str], ...]:
+        if self.variant == ENDPOINT_LEVEL:
+            return (("EndpointName", self.endpoint),)
         dims = (("EndpointName", self.endpoint), ("VariantName", self.variant))
         return dims if self.container is None else (*dims, ("ContainerName", self.container))
 
 
 def applies(name: str, key: SeriesKey) -> bool:
     """Whether smlocal publishes metric `name` for this series (a variant's or a container's)."""
+    if key.variant == ENDPOINT_LEVEL:
+        return name in ASYNC_ENDPOINT_METRICS
     return name in (VARIANT_METRICS if key.container is None else CONTAINER_METRICS)
 
 
@@ -213,6 +317,8 @@ def locate(namespace: str, name: str, dimensions: Iterable[tuple[str, str]]) -> 
         key = SeriesKey(dims["EndpointName"], dims["VariantName"])
     elif set(dims) == _CONTAINER_DIMS:
         key = SeriesKey(dims["EndpointName"], dims["VariantName"], dims["ContainerName"])
+    elif set(dims) == _ENDPOINT_DIMS:
+        key = SeriesKey(dims["EndpointName"], ENDPOINT_LEVEL)
     else:
         return None
     return key if applies(name, key) else None

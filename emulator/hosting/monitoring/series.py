@@ -66,6 +66,7 @@ class Period:
         "cache_hit",
         "loaded_models",
         "first_byte",
+        "sampled",
     )
 
     def __init__(self, index: int) -> None:
@@ -91,6 +92,8 @@ class Period:
         self.loaded_models = Stat()
         # smlocal's own: response streams' time to first byte (not a CloudWatch metric)
         self.first_byte = Stat()
+        #: metrics recorded by name (asynchronous endpoints': catalogue.ASYNC_*_METRICS)
+        self.sampled: dict[str, Stat] = {}
 
 
 class VariantSeries:

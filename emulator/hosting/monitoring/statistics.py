@@ -82,6 +82,8 @@ def statistic_set(name: str, p: Period) -> StatisticSet | None:
         stat = getattr(p, UTILIZATION_METRICS[name])
     elif name in MULTI_MODEL_METRICS:
         stat = getattr(p, MULTI_MODEL_METRICS[name])
+    elif name in p.sampled:
+        stat = p.sampled[name]
     else:
         return None
     if not stat.count:

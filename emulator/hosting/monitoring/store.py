@@ -21,9 +21,11 @@ from typing import Any
 from emulator.hosting.monitoring import exposition
 from emulator.hosting.monitoring.catalogue import (
     COUNT_METRICS,
+    ENDPOINT_LEVEL,
     METRICS,
     METRICS_BY_NAME,
     MULTI_MODEL_METRICS,
+    NOT_FOR_ASYNC,
     SeriesKey,
     applies,
 )
@@ -73,6 +75,10 @@ class Metrics:
         self._containers: dict[str, dict[tuple[str, str], VariantSeries]] = {}
         #: Faults that could not be attributed to a variant (docs/metrics.md).
         self.unattributed = 0
+        #: endpoint -> its own series (the async queue metrics, SeriesKey variant ENDPOINT_LEVEL)
+        self._endpoint_series: dict[str, VariantSeries] = {}
+        #: asynchronous endpoints: NOT_FOR_ASYNC is not published for them
+        self.async_endpoints: set[str] = set()
 
     # ------------------------------------------------------------------ the request path
 
@@ -210,6 +216,27 @@ class Metrics:
         series.first_byte_sum += seconds * 1e6
         series.first_byte_count += 1
 
+    def record_async(self, endpoint: str, variant: str | None, name: str, value: float) -> None:
+        """One value of an asynchronous endpoint's metric: of the endpoint (`variant` None: the queue
+        metrics) or of a variant; a count is recorded as 1 per event."""
+        self.async_endpoints.add(endpoint)
+        index = int(self._clock() // self.period_s)
+        if variant is None:
+            series = self._endpoint_series.get(endpoint)
+            if series is None:
+                series = self._endpoint_series[endpoint] = VariantSeries(
+                    endpoint, ENDPOINT_LEVEL, 1, self.keep, index
+                )
+        else:
+            series = self._get(endpoint, variant, index)
+        period = series.period(index)
+        stat = period.sampled.get(name)
+        if stat is None:
+            stat = period.sampled[name] = Stat()
+        stat.add(value)
+        series.sampled_sums[name] = series.sampled_sums.get(name, 0.0) + value
+        series.sampled_counts[name] = series.sampled_counts.get(name, 0) + 1
+
     async def after_each_period(self, evaluate: Callable[[], None], what: str) -> None:
         """Call `evaluate` just after each period closes, as CloudWatch evaluates complete
         datapoints, until cancelled; a failing call is logged and the next period tried."""
@@ -245,6 +272,8 @@ class Metrics:
     def forget(self, endpoint: str) -> None:
         self._series.pop(endpoint, None)
         self._containers.pop(endpoint, None)
+        self._endpoint_series.pop(endpoint, None)
+        self.async_endpoints.discard(endpoint)
 
     def series(self, endpoint: str | None = None) -> list[VariantSeries]:
         if endpoint is not None:
@@ -258,6 +287,8 @@ class Metrics:
         return [s for containers in self._containers.values() for s in containers.values()]
 
     def _find(self, key: SeriesKey) -> VariantSeries | None:
+        if key.variant == ENDPOINT_LEVEL:
+            return self._endpoint_series.get(key.endpoint)
         if key.container is None:
             return self._series.get(key.endpoint, {}).get(key.variant)
         return self._containers.get(key.endpoint, {}).get((key.variant, key.container))
@@ -278,6 +309,8 @@ class Metrics:
         key = SeriesKey(endpoint, variant, container)
         series = self._find(key)
         if series is None or name not in METRICS_BY_NAME or not applies(name, key):
+            return {}
+        if name in NOT_FOR_ASYNC and endpoint in self.async_endpoints:
             return {}
         now = self.period_index()
         periods = series.periods()
@@ -324,7 +357,7 @@ class Metrics:
     def published(self) -> list[tuple[str, str, SeriesKey]]:
         """(namespace, metric, series) of every metric with data among the kept periods."""
         out: list[tuple[str, str, SeriesKey]] = []
-        for s in (*self.series(), *self.container_series()):
+        for s in (*self.series(), *self.container_series(), *self._endpoint_series.values()):
             for info in METRICS:
                 if self.statistic_sets(s.endpoint, s.variant, info.name, s.container):
                     out.append((info.namespace, info.name, SeriesKey(s.endpoint, s.variant, s.container)))

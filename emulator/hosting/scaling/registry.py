@@ -306,7 +306,9 @@ def custom_metric_problem(custom: sc.CustomizedMetric) -> str | None:
             "smlocal's metrics have exactly the dimensions EndpointName and VariantName (and "
             "ContainerName for a container's Invocations, Invocation4XXErrors, Invocation5XXErrors, "
             "ContainerLatency, OverheadLatency, CPUUtilization and MemoryUtilization; ContainerLatency "
-            "has no other)."
+            "has no other); an asynchronous endpoint's ApproximateBacklogSize, "
+            "ApproximateBacklogSizePerInstance, ApproximateAgeOfOldestRequest and HasBacklogWithoutCapacity "
+            "have EndpointName alone."
         )
     if custom.statistic not in STATISTICS:
         return f"Statistic must be one of {', '.join(STATISTICS)}, not {custom.statistic}."
