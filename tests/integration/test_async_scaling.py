@@ -16,6 +16,7 @@ import pytest
 from tests.fixtures.s3server import make_s3_client
 from tests.fixtures.scaling import TIME_SCALE, resource, variant_of, variant_target, wait_for
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, start_smlocal
+from tests.fixtures.streaming import stream_script
 from tests.integration.test_async_inference import deploy_async, put_input, s3_object
 
 
@@ -156,3 +157,52 @@ def test_a_real_time_variant_still_keeps_one_instance(scaled: Smlocal) -> None:
         assert "must be at least 1 in smlocal" in str(refused.value)
     finally:
         scaled.cleanup("rt-one")
+
+
+@pytest.mark.slow
+def test_target_tracking_on_backlog_per_instance_scales_out_and_back_in(
+    scaled: Smlocal, bucket: str, s3_client: Any, streamer_image: str
+) -> None:
+    name = "async-tracked"
+    aas, _ = _clients(scaled)
+    assert (
+        deploy_async(scaled, name, bucket, image=streamer_image, concurrency=1)["EndpointStatus"]
+        == "InService"
+    )
+    rid = resource(name)
+    try:
+        aas.register_scalable_target(**variant_target(rid), MinCapacity=1, MaxCapacity=3)
+        aas.put_scaling_policy(
+            PolicyName="backlog-per-instance",
+            **variant_target(rid),
+            PolicyType="TargetTrackingScaling",
+            TargetTrackingScalingPolicyConfiguration={
+                "TargetValue": 2.0,
+                "CustomizedMetricSpecification": {
+                    "MetricName": "ApproximateBacklogSizePerInstance",
+                    "Namespace": "AWS/SageMaker",
+                    "Dimensions": [{"Name": "EndpointName", "Value": name}],
+                    "Statistic": "Average",
+                },
+                "ScaleInCooldown": 60,
+                "ScaleOutCooldown": 60,
+            },
+        )
+        location = put_input(
+            s3_client, bucket, "inputs/tracked.json", stream_script(parts=1, first_delay_s=0.5)
+        )
+        answers = [
+            scaled.rt.invoke_endpoint_async(EndpointName=name, InputLocation=location) for _ in range(40)
+        ]
+        wait_for(
+            "a scale-out on the backlog", lambda: variant_of(scaled, name)["CurrentInstanceCount"] > 1, 60
+        )
+        for answer in answers:
+            s3_object(s3_client, answer["OutputLocation"], timeout_s=60)
+        wait_for(
+            "the scale-in once the queue is empty",
+            lambda: variant_of(scaled, name)["CurrentInstanceCount"] == 1,
+            90,
+        )
+    finally:
+        scaled.cleanup(name)

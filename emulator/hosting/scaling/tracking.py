@@ -8,6 +8,7 @@ outside the cooldowns (shared/spec/hosting-contract.md §9; docs/autoscaling.md)
 from __future__ import annotations
 
 from emulator.config import ServerConfig
+from emulator.hosting.monitoring.catalogue import ENDPOINT_LEVEL
 from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.actuator import Actuator
 from emulator.hosting.scaling.registry import ScalingRegistry, variant_of
@@ -127,7 +128,7 @@ class TargetTracker:
         dims = dict(custom.dimensions)
         return self.metrics.datapoint(
             dims["EndpointName"],
-            dims["VariantName"],
+            dims.get("VariantName", ENDPOINT_LEVEL),  # an async endpoint's queue metrics: EndpointName only
             custom.metric_name,
             custom.statistic,
             index,
