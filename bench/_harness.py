@@ -50,8 +50,15 @@ class SmlocalProcess:
     """`smlocal serve` as a child process on a free port, with a temporary state dir."""
 
     def __init__(
-        self, ready_timeout_s: float = 30.0, python_args: tuple[str, ...] = (), event_loop: str = "auto"
+        self,
+        ready_timeout_s: float = 30.0,
+        python_args: tuple[str, ...] = (),
+        event_loop: str = "auto",
+        serve_args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
+        self._serve_args = serve_args  # more `smlocal serve` options (e.g. "--time-scale", "60")
+        self._env = env  # the environment of the server (None: this process's)
         self._python_args = python_args  # e.g. ("-m", "cProfile", "-o", PATH) to profile the server
         self._event_loop = event_loop
         self.port = free_port()
@@ -90,8 +97,10 @@ class SmlocalProcess:
                 "5",
                 "--event-loop",
                 self._event_loop,
+                *self._serve_args,
             ],
             cwd=REPO,
+            env=self._env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
