@@ -185,9 +185,11 @@ class AsyncEndpoint:
         try:
             await self._handle(request, instance)
         except asyncio.CancelledError:
-            raise
+            raise  # smlocal stopping: the request stays in the queue file, a restart runs it again
         except Exception:  # noqa: BLE001 - one request's failure must not stop the endpoint's worker
             log.exception("inference %s of %s failed", request.inference_id, self.name)
+            self.counters.failures += 1
+            self.queue.finish(request)
         else:
             self.queue.finish(request)
             self.metrics.record(
