@@ -47,6 +47,10 @@ SANDBOX_USER = "65534:65534"
 #: The sandbox's only writable folder: a tmpfs, sticky and world-writable like a normal /tmp, of the
 #: 5 GB of ephemeral storage serverless gives (hosting contract §7).
 SANDBOX_TMPFS = {"/tmp": "rw,exec,mode=1777,size=5g"}
+#: The sandbox's wait for its first 200 from /ping: this many times the normal container's time, plus
+#: SANDBOX_WAIT_S (at most the startup limit): a container stuck on a refused write costs no 8 minutes.
+SANDBOX_WAIT_FACTOR = 2.0
+SANDBOX_WAIT_S = 60.0
 SANDBOX = (
     f"root file system read-only, /tmp the only writable folder, user {SANDBOX_USER} that owns none of "
     "the image's files"
@@ -67,8 +71,9 @@ WRITES_FIX = (
     "Write only under /tmp at run time: point caches and scratch files there (TMPDIR, HOME, "
     "XDG_CACHE_HOME, HF_HOME, MPLCONFIGDIR, NUMBA_CACHE_DIR ... =/tmp/...), send logs to stdout/stderr "
     "rather than files, move a web server's pid and temp files to /tmp (nginx: pid, *_temp_path), and "
-    "make the image's own files readable by any user (`RUN chmod -R o+rX /opt/program`; SageMaker's "
-    "advice for permission errors on serverless is chmod o+rwX)."
+    "make the image's own files readable by any user (`RUN chmod -R o+rX /opt/program`). SageMaker's "
+    "advice for permission errors on serverless, chmod o+rwX, lets a user other than root write a path; "
+    "this check also makes the root file system read-only [U], so that only /tmp passes here."
 )
 GPU_FIX = (
     "Serve on CPU when no GPU is there: pick the device at start (`device = 'cuda' if "
@@ -164,18 +169,19 @@ def writes_outside_tmp(ctx: CheckContext) -> str:
     _serverless(ctx)
     _, usual = _shared_baseline(ctx)
     target = ctx.target
+    normal_s = target.startup().first_healthy_s or 0.0
+    wait_s = min(ctx.config.limits.startup_timeout_s, SANDBOX_WAIT_FACTOR * normal_s + SANDBOX_WAIT_S)
     sandbox = target.start(read_only_root=True, tmpfs=SANDBOX_TMPFS, user=SANDBOX_USER)
     try:
-        startup = sandbox.wait_startup()
+        startup = sandbox.wait_startup(wait_s)
         problem, answer = None, None
         if not startup.healthy:
             problem = (
                 f"the container exited with code {startup.exit_code} after {_s(startup.elapsed_s)}"
                 if startup.exited
-                else f"GET /ping did not answer 200 within {ctx.config.limits.startup_timeout_s:g} s "
-                f"(last: {startup.last_observation})"
+                else f"GET /ping did not answer 200 within {wait_s:g} s (last: {startup.last_observation})"
             )
-            problem += ", where the normal container became healthy"
+            problem += f", where the normal container became healthy in {_s(normal_s)}"
         else:
             with sandbox.client() as client:
                 answer = invoke(ctx, client, read_limit=read_limit(ctx))
