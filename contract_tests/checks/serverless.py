@@ -238,6 +238,11 @@ def writes_outside_tmp(ctx: CheckContext) -> str:
     )
 
 
+def gpu_words(text: str) -> bool:
+    """True when `text` names CUDA, the NVIDIA driver or a GPU (what a program that wanted one logs)."""
+    return _GPU_ERROR.search(text) is not None
+
+
 def _gpu_env(ctx: CheckContext) -> dict[str, str]:
     """The image's environment that asks the NVIDIA container runtime for GPUs (none: {})."""
     env = ctx.target.image.env
@@ -257,8 +262,9 @@ def _startup(ctx: CheckContext) -> Startup:
     "SageMaker serverless inference has no GPUs (hosting contract §7): an image that needs one cannot "
     "serve there. smlocal never gives a checked container a GPU, so this judges the shared container: "
     "it FAILS when the container exits, never becomes healthy, or answers the configured request with a "
-    "server error while its log names CUDA, the NVIDIA driver or a GPU. A failure with no such line is "
-    "the start/invocations checks' (skipped here). An image whose environment asks for GPUs "
+    "server error while its log (or that error's body) names CUDA, the NVIDIA driver or a GPU. A failure "
+    "with no such words is the start/invocations checks' (skipped, or passed with a note, here). An "
+    "image whose environment asks for GPUs "
     "(NVIDIA_VISIBLE_DEVICES, NVIDIA_REQUIRE_CUDA: the nvidia/cuda base images) but serves on CPU passes "
     "with a warning. Runs only under `--profile serverless`.",
     GPU_FIX,
@@ -278,7 +284,7 @@ def no_gpu(ctx: CheckContext) -> str:
         else ""
     )
     if not startup.healthy:
-        gpu_lines = [line.strip() for line in startup.all_logs.splitlines() if _GPU_ERROR.search(line)]
+        gpu_lines = [line.strip() for line in startup.all_logs.splitlines() if gpu_words(line)]
         ctx.evidence["gpu_log_lines"] = gpu_lines[:20]
         how = (
             f"exited with code {startup.exit_code}"
@@ -297,14 +303,19 @@ def no_gpu(ctx: CheckContext) -> str:
     with container.client() as client:
         answer = steady(ctx, client)
     if answer.server_error:
-        tail = container.log_tail(50)
-        gpu_lines = [line.strip() for line in tail.splitlines() if _GPU_ERROR.search(line)]
+        body = answer.excerpt() if answer.answered and answer.body else ""
+        gpu_lines = [line.strip() for line in container.log_tail(50).splitlines() if gpu_words(line)]
         ctx.evidence["gpu_log_lines"] = gpu_lines[:20]
-        if gpu_lines:
-            shown = "\n".join(f"    {line}" for line in gpu_lines[:_SHOWN_LINES])
+        if gpu_lines or gpu_words(body):
+            said = f" ({body!r})" if body else ""
+            shown = (
+                "; its log says:\n" + "\n".join(f"    {line}" for line in gpu_lines[:_SHOWN_LINES])
+                if gpu_lines
+                else "."
+            )
             raise CheckFailed(
                 f"started without a GPU, as on serverless, the container is healthy but answered POST "
-                f"/invocations {answer.describe()}{asked}; its log says:\n{shown}\n"
+                f"/invocations {answer.describe()}{said}{asked}{shown}\n"
                 f"SageMaker serverless inference has no GPUs. Fix: {GPU_FIX}"
             )
     served = (

@@ -174,6 +174,23 @@ def test_a_cuda_image_serving_on_cpu_passes_with_a_warning(run_one: RunOne, twin
     )
 
 
+def test_a_server_error_naming_cuda_fails(run_one: RunOne, echo_image: str) -> None:
+    cuda = {
+        "INVOKE_STATUS": "500",
+        "INVOKE_STATUS_BODY": "RuntimeError: Found no NVIDIA driver on your system.",
+    }
+    result = run_one("serverless.no-gpu", echo_image, profile="serverless", environment=cuda)
+    message = _failed(result, "serverless.no-gpu")
+    assert message.startswith(
+        "started without a GPU, as on serverless, the container is healthy but answered POST /invocations "
+        "HTTP 500 in "
+    ), message
+    assert (
+        "('RuntimeError: Found no NVIDIA driver on your system.').\nSageMaker serverless inference has no "
+        in (message)
+    )
+
+
 def test_a_startup_failure_without_gpu_words_is_no_gpu_verdict(run_one: RunOne, echo_image: str) -> None:
     result = run_one(
         "serverless.no-gpu", echo_image, profile="serverless", environment={"EXIT_AT_START": "4"}

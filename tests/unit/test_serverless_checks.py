@@ -1,10 +1,11 @@
-"""serverless.writes-outside-tmp's reading of a log: which lines report a refused write, and the path."""
+"""How the serverless checks read a log: serverless.writes-outside-tmp's refused writes and their paths,
+serverless.no-gpu's words of a program that wanted a GPU."""
 
 from __future__ import annotations
 
 import pytest
 
-from contract_tests.checks.serverless import write_errors, written_path
+from contract_tests.checks.serverless import gpu_words, write_errors, written_path
 
 
 @pytest.mark.parametrize(
@@ -45,3 +46,26 @@ def test_lines_that_are_no_refused_write_or_under_tmp_are_ignored() -> None:
         ]
     )
     assert write_errors(log) == ["OSError: [Errno 30] Read-only file system: '/opt/a'"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA error: no CUDA-capable device is detected",
+        "RuntimeError: Found no NVIDIA driver on your system.",
+        "OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
+        "torch.cuda.is_available() is False",
+        "NVML: Failed to initialize NVML: Driver/library version mismatch",
+        "ValueError: no GPU found",
+        "CUDA_ERROR_NO_DEVICE",
+    ],
+)
+def test_words_of_a_program_that_wanted_a_gpu(line: str) -> None:
+    assert gpu_words(line)
+
+
+@pytest.mark.parametrize(
+    "line", ["KeyError: 'inputs'", "echo: exiting at start with 4", "MemoryError", "GPUtil-free server"]
+)
+def test_other_errors_name_no_gpu(line: str) -> None:
+    assert not gpu_words(line)
