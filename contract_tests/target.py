@@ -42,6 +42,10 @@ GONE_STATUSES = frozenset({REMOVED_STATUS, "removing", "dead"})
 #: SageMaker serverless inference's image size limit: image.size's default limit (FAILED above it under
 #: the serverless profile, a warning otherwise).
 SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
+#: Set on every container under the serverless profile (Target._no_gpu): no GPU even from an engine whose
+#: default runtime is nvidia ("void": the NVIDIA runtime then behaves as runc).
+NO_GPU_ENV = "NVIDIA_VISIBLE_DEVICES"
+NO_GPU_VALUE = "void"
 #: SageMaker serverless inference's request and response body cap, 4 MB (hosting contract §7; MB as the
 #: real-time cap's 6 MB = 6,291,456 bytes): serverless.payload-size.
 SERVERLESS_MAX_PAYLOAD_BYTES = 4 * 1024**2
@@ -369,7 +373,7 @@ class Target:
             image=self.image.id,
             name=f"smlocal-check-{self._run_id}-{n}",
             labels={labels.MANAGED: "true", labels.ROLE: "check", **check_labels()},
-            environment={**self.config.environment, **(environment or {})},
+            environment={**self.config.environment, **(environment or {}), **self._no_gpu()},
             model_dir=model_dir or self.model_dir,
             model_dir_writable=model_dir_writable,
             container_port=container_port or self.config.container_port,
@@ -388,6 +392,12 @@ class Target:
                     self._remove_named(spec)
             raise
         return container
+
+    def _no_gpu(self) -> dict[str, str]:
+        """Under the serverless profile, NVIDIA_VISIBLE_DEVICES=void for every container: serverless has
+        no GPU, and an engine whose default runtime is nvidia would otherwise give the image the GPUs
+        its own NVIDIA_VISIBLE_DEVICES asks for (the checker never asks for any itself) [U]."""
+        return {NO_GPU_ENV: NO_GPU_VALUE} if self.config.profile == "serverless" else {}
 
     def _remove_named(self, spec: ContainerSpec) -> None:
         for handle in self.runtime.list(spec.labels):

@@ -260,7 +260,9 @@ def _startup(ctx: CheckContext) -> Startup:
     "serverless.no-gpu",
     "the image serves without a GPU (serverless)",
     "SageMaker serverless inference has no GPUs (hosting contract §7): an image that needs one cannot "
-    "serve there. smlocal never gives a checked container a GPU, so this judges the shared container: "
+    "serve there. smlocal never gives a checked container a GPU (under this profile each also gets "
+    "NVIDIA_VISIBLE_DEVICES=void, so that an engine whose default runtime is nvidia gives none either "
+    "[U]), so this judges the shared container: "
     "it FAILS when the container exits, never becomes healthy, or answers the configured request with a "
     "server error while its log (or that error's body) names CUDA, the NVIDIA driver or a GPU. A failure "
     "with no such words is the start/invocations checks' (skipped, or passed with a note, here). An "

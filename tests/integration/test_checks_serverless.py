@@ -191,6 +191,28 @@ def test_a_server_error_naming_cuda_fails(run_one: RunOne, echo_image: str) -> N
     )
 
 
+def test_the_serverless_profile_hides_gpus_from_every_container(
+    twin_image: TwinImage, tmp_path: Path
+) -> None:
+    """NVIDIA_VISIBLE_DEVICES=void under the serverless profile, whatever the image's environment says
+    (an engine whose default runtime is nvidia would honour the image's `all`); realtime leaves it."""
+    image = twin_image("serverless.no-gpu.cpu-fallback")  # ENV NVIDIA_VISIBLE_DEVICES=all
+    seen = {}
+    for profile in ("realtime", "serverless"):
+        target = Target(CheckConfig(image=image, limits=FAST_LIMITS, cache_dir=tmp_path, profile=profile))
+        try:
+            with target.healthy().client() as client:
+                answer = client.post(
+                    "/invocations",
+                    content=b"{}",
+                    headers={"X-Amzn-SageMaker-Custom-Attributes": "env=NVIDIA_VISIBLE_DEVICES"},
+                )
+            seen[profile] = (answer.status_code, answer.text)
+        finally:
+            target.close()
+    assert seen == {"realtime": (200, "all"), "serverless": (200, "void")}
+
+
 def test_a_startup_failure_without_gpu_words_is_no_gpu_verdict(run_one: RunOne, echo_image: str) -> None:
     result = run_one(
         "serverless.no-gpu", echo_image, profile="serverless", environment={"EXIT_AT_START": "4"}
