@@ -173,8 +173,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--profile",
         choices=("realtime", "serverless"),
         default="realtime",
-        help="how the image will be deployed: serverless makes image.size fail over the image size limit "
-        "(SageMaker serverless refuses such images); realtime (default) only warns",
+        help="how the image will be deployed: serverless runs the serverless.* checks (writes outside /tmp, "
+        "a GPU needed, 4 MB payloads, 3-minute startup) and makes image.size fail over the image size limit "
+        "(SageMaker serverless refuses such images); realtime (default) skips those and only warns",
     )
     parser.add_argument(
         "--image-size-limit",

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from contract_tests import report
 from contract_tests.checks.stream_calls import STREAM_TOTAL_FACTOR
 from contract_tests.registry import Check, all_checks
+from contract_tests.target import SERVERLESS_MAX_PAYLOAD_BYTES, SERVERLESS_STARTUP_TIMEOUT_S
 from emulator.config import ContractLimits
 
 COMMAND = "python3 -m contract_tests.docs > docs/contract.md"
@@ -30,6 +31,7 @@ GROUPS = {
     "model-data": "Model data",
     "mme": "Multi-model endpoints",
     "streaming": "Response streaming",
+    "serverless": "Serverless inference",
     "shutdown": "Shutdown",
 }
 
@@ -37,6 +39,7 @@ GROUPS = {
 #: Options a group's checks need to run at all: (smlocal check's, the pytest plugin's).
 _RUN_WITH = {
     "streaming": (" --streaming --stream-body JSON", " --sagemaker-streaming --sagemaker-stream-body JSON"),
+    "serverless": (" --profile serverless", " --sagemaker-profile serverless"),
 }
 
 
@@ -62,6 +65,11 @@ def _limits() -> list[str]:
         ),
         ("SIGTERM to SIGKILL", f"{limits.stop_grace_s:g} s", "--stop-grace"),
         ("request and response body cap", f"{limits.max_request_bytes:,} bytes", ""),
+        (
+            "serverless (`serverless.*`): body cap / first 200 from `GET /ping`",
+            f"{SERVERLESS_MAX_PAYLOAD_BYTES:,} bytes / {SERVERLESS_STARTUP_TIMEOUT_S:g} s",
+            "",
+        ),
         ("container port (unless `SAGEMAKER_BIND_TO_PORT` is set)", str(limits.container_port), ""),
     ]
     out = ["| limit | SageMaker's value | `smlocal check` option |", "|---|---|---|"]
@@ -206,6 +214,7 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "smlocal check IMAGE --model-data model.tar.gz --env K=V      # as the model will be deployed",
         "smlocal check IMAGE --json report.json --junit report.xml    # reports for CI",
         "smlocal check IMAGE --streaming --stream-body '{...}'        # the image streams (streaming.*)",
+        "smlocal check IMAGE --profile serverless                     # for serverless (serverless.*)",
         "pytest --sagemaker-image IMAGE -k smlocal-contract           # the checks as pytest items",
         "```",
         "",
@@ -214,7 +223,7 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "",
         "With smlocal installed, pytest gains `--sagemaker-image IMAGE` (and `--sagemaker-model-data`,",
         "`--sagemaker-startup-timeout`, `--sagemaker-env K=V`, `--sagemaker-streaming`,",
-        "`--sagemaker-stream-body JSON`): one item per check, named",
+        "`--sagemaker-stream-body JSON`, `--sagemaker-profile serverless`): one item per check, named",
         "`smlocal-contract::<check id>`, all sharing one set of containers.",
         "",
         "The checks use SageMaker's limits; tests and impatient users lower them:",

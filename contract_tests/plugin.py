@@ -55,7 +55,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--sagemaker-profile",
         choices=("realtime", "serverless"),
         default="realtime",
-        help="serverless: image.size fails over the image size limit (default realtime: a warning)",
+        help="serverless: run the serverless.* checks, and image.size fails over the image size limit "
+        "(default realtime: those skipped, a warning)",
     )
     group.addoption(
         "--sagemaker-image-size-limit",

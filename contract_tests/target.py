@@ -42,6 +42,16 @@ GONE_STATUSES = frozenset({REMOVED_STATUS, "removing", "dead"})
 #: SageMaker serverless inference's image size limit: image.size's default limit (FAILED above it under
 #: the serverless profile, a warning otherwise).
 SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
+#: Set on every container under the serverless profile (Target._no_gpu): no GPU even from an engine whose
+#: default runtime is nvidia ("void": the NVIDIA runtime then behaves as runc).
+NO_GPU_ENV = "NVIDIA_VISIBLE_DEVICES"
+NO_GPU_VALUE = "void"
+#: SageMaker serverless inference's request and response body cap, 4 MB (hosting contract §7; MB as the
+#: real-time cap's 6 MB = 6,291,456 bytes): serverless.payload-size.
+SERVERLESS_MAX_PAYLOAD_BYTES = 4 * 1024**2
+#: Serverless: model download and the first 200 from /ping within 3 minutes (hosting contract §7):
+#: serverless.startup-time's default limit.
+SERVERLESS_STARTUP_TIMEOUT_S = 180.0
 _SIZE = re.compile(r"^(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
@@ -98,8 +108,11 @@ class CheckConfig:
     poll_interval_s: float = 0.05
     #: image.size's limit (`--image-size-limit`): above it FAILED under the serverless profile, else warned.
     image_size_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
-    #: `--profile`: "realtime" (default) or "serverless" (then the image size limit is a failure).
+    #: `--profile`: "realtime" (default) or "serverless" (then the image size limit is a failure and the
+    #: serverless.* checks run; under realtime they are SKIPPED).
     profile: str = "realtime"
+    #: serverless.startup-time's limit on the first 200 from /ping (SageMaker serverless' 3 minutes).
+    serverless_startup_timeout_s: float = SERVERLESS_STARTUP_TIMEOUT_S
     #: Check ids the user named exactly (`--check ID`; a group or the plugin's -k does not count): these
     #: run in full even on a slow model (see invocations.needs_variants).
     named_checks: frozenset[str] = frozenset()
@@ -340,11 +353,15 @@ class Target:
         container_port: int | None = None,
         extra_ports: tuple[int, ...] = (),
         models_dir: Path | None = None,
+        read_only_root: bool = False,
+        tmpfs: Mapping[str, str] | None = None,
+        user: str | None = None,
     ) -> RunningContainer:
         """A new container of the image, as SageMaker starts one; removed by close(). Only the
         model-dir.read-only probe mounts a model dir (its own copy) writable. `container_port` (default:
         the configured one) is the handle's; `extra_ports` are published too (RunningContainer.url_of).
-        `models_dir`: a multi-model container's host folder, mounted read-only at /opt/ml/models."""
+        `models_dir`: a multi-model container's host folder, mounted read-only at /opt/ml/models.
+        `read_only_root`, `tmpfs`, `user`: the serverless sandbox (serverless.writes-outside-tmp)."""
         if not self._swept:  # containers of runs killed before they could clean up (a CI timeout)
             self._swept = True
             try:
@@ -356,12 +373,15 @@ class Target:
             image=self.image.id,
             name=f"smlocal-check-{self._run_id}-{n}",
             labels={labels.MANAGED: "true", labels.ROLE: "check", **check_labels()},
-            environment={**self.config.environment, **(environment or {})},
+            environment={**self.config.environment, **(environment or {}), **self._no_gpu()},
             model_dir=model_dir or self.model_dir,
             model_dir_writable=model_dir_writable,
             container_port=container_port or self.config.container_port,
             extra_ports=extra_ports,
             models_dir=models_dir,
+            read_only_root=read_only_root,
+            tmpfs=dict(tmpfs or {}),
+            user=user,
         )
         try:
             container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
@@ -372,6 +392,12 @@ class Target:
                     self._remove_named(spec)
             raise
         return container
+
+    def _no_gpu(self) -> dict[str, str]:
+        """Under the serverless profile, NVIDIA_VISIBLE_DEVICES=void for every container: serverless has
+        no GPU, and an engine whose default runtime is nvidia would otherwise give the image the GPUs
+        its own NVIDIA_VISIBLE_DEVICES asks for (the checker never asks for any itself) [U]."""
+        return {NO_GPU_ENV: NO_GPU_VALUE} if self.config.profile == "serverless" else {}
 
     def _remove_named(self, spec: ContainerSpec) -> None:
         for handle in self.runtime.list(spec.labels):

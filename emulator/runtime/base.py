@@ -54,6 +54,13 @@ class ContainerSpec:
     join_network_of: str | None = None
     #: Extra /etc/hosts entries (name -> address), e.g. each ContainerHostname of an instance.
     extra_hosts: Mapping[str, str] = field(default_factory=dict)
+    #: The root file system mounted read-only (`docker run --read-only`): only mounts and `tmpfs` are
+    #: writable. The contract tester's serverless sandbox (serverless.writes-outside-tmp).
+    read_only_root: bool = False
+    #: tmpfs mounts, path in the container -> mount options (`docker run --tmpfs /tmp:rw,mode=1777`).
+    tmpfs: Mapping[str, str] = field(default_factory=dict)
+    #: Run as this user ("uid:gid" or a name) instead of the image's USER (`docker run --user`).
+    user: str | None = None
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,12 @@ class DockerRuntime:
                 options.update(ports=ports, network=network, hostname=spec.hostname)
                 if spec.extra_hosts:
                     options["extra_hosts"] = dict(spec.extra_hosts)
+            if spec.read_only_root:
+                options["read_only"] = True
+            if spec.tmpfs:
+                options["tmpfs"] = dict(spec.tmpfs)
+            if spec.user is not None:
+                options["user"] = spec.user
             container = self.client.containers.create(
                 spec.image,
                 command=list(spec.args),
