@@ -54,6 +54,11 @@ class ContainerSpec:
     join_network_of: str | None = None
     #: Extra /etc/hosts entries (name -> address), e.g. each ContainerHostname of an instance.
     extra_hosts: Mapping[str, str] = field(default_factory=dict)
+    #: The container's memory limit, bytes (swap included: none beyond it); over it the engine kills
+    #: the container (its state says oom_killed). None: no limit. A serverless MemorySizeInMB.
+    memory_limit_bytes: int | None = None
+    #: The container's CPU share in cores (capped at the host's cores). None: no limit.
+    cpus: float | None = None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from emulator.hosting.fleet.deployer import Deployer
 from emulator.hosting.fleet.invoker import FaultContext, Invoker
 from emulator.hosting.fleet.variants import EndpointFleet, Instance
 from emulator.hosting.multi_model.host import MultiModelHost
+from emulator.hosting.serverless.capacity import ServerlessHost
 from emulator.model.arns import Account
 from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model
 from emulator.model.store import Registry
@@ -95,6 +96,8 @@ class HostingService(
         self.deployer = Deployer(config, runtime, lambda: self.ping_session, self.executors)
         #: multi-model instances' models (downloaded and loaded on demand)
         self.multi_model = MultiModelHost(config, artifacts, self.executors, lambda: self.invoker.session)
+        #: serverless variants' capacity on demand (cold starts, MaxConcurrency, idle stop)
+        self.serverless = ServerlessHost(config, self.deployer)
         #: asynchronous endpoints' queues and workers (InvokeEndpointAsync)
         self.async_inference = AsyncInferenceHost(config, self.account, self.executors, s3_client_factory)
         #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
@@ -153,6 +156,7 @@ class HostingService(
             self._fleets.clear()
             await self._sweep()
         await self.multi_model.close()
+        await self.serverless.close()
         await self.async_inference.close()
         await self.invoker.close()
         if self._ping_session is not None:
