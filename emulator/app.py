@@ -172,6 +172,7 @@ def build_app(
         metrics.instance_count = functools.partial(_instance_count, service)
         hooks.sampler = _sampler(metrics, service, rt, config)
         service.multi_model.record = metrics.record_model_metric
+        service.serverless.record = metrics.record_model_metric
         hooks.sampler.start()
         scaler = app[SCALER] = AutoScaler(config, service, metrics)
         scaler.start()

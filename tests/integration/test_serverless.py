@@ -81,6 +81,12 @@ def no_retry_runtime(env: Smlocal) -> Any:
     return boto3.client("sagemaker-runtime", endpoint_url=env.server.url, config=config, **CREDENTIALS)
 
 
+def metric(env: Smlocal, name: str, metric_name: str) -> list[dict[str, Any]]:
+    """The statistic sets of one metric of an endpoint, one per period that has it."""
+    report = httpx.get(f"{env.server.url}/_smlocal/endpoints/{name}/metrics", timeout=10).json()
+    return [p["Metrics"][metric_name] for p in report["Periods"] if metric_name in p["Metrics"]]
+
+
 def platform_log(env: Smlocal, name: str) -> str:
     return httpx.get(f"{env.server.url}/_smlocal/endpoints/{name}/logs").text
 
@@ -99,6 +105,17 @@ def test_a_serverless_config_is_described_and_its_endpoint_is_in_service_without
         assert variant["CurrentServerlessConfig"] == {"MemorySizeInMB": 2048, "MaxConcurrency": 5}
         assert variant["DesiredServerlessConfig"] == {"MemorySizeInMB": 2048, "MaxConcurrency": 5}
         assert "CurrentInstanceCount" not in variant
+        with pytest.raises(ClientError) as refused:  # no instances to count
+            env.sm.update_endpoint_weights_and_capacities(
+                EndpointName=name,
+                DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": 2}],
+            )
+        assert error_of(refused.value) == (
+            "ValidationException",
+            400,
+            "Variant AllTraffic is serverless: it has no instance count to update. Use a new endpoint config "
+            "to change its ServerlessConfig.",
+        )
         config = env.sm.describe_endpoint_config(EndpointConfigName=name)["ProductionVariants"][0]
         assert config["ServerlessConfig"] == {"MemorySizeInMB": 2048, "MaxConcurrency": 5}
         assert "InitialInstanceCount" not in config and "InstanceType" not in config
@@ -246,6 +263,9 @@ def test_the_first_request_cold_starts_a_container_that_later_calls_reuse_and_id
         second = hostname(env, name)
         assert second != first
         assert platform_log(env, name).count("cold start in") == 2
+        setups = metric(env, name, "ModelSetupTime")  # one sample per cold start, in microseconds
+        assert sum(st["SampleCount"] for st in setups) == 2
+        assert all(0 < st["Minimum"] < 60e6 for st in setups)
     finally:
         env.cleanup(name)
 
@@ -317,6 +337,9 @@ def test_requests_over_max_concurrency_are_throttled(env: Smlocal) -> None:
         for caller in callers:
             caller.join()
         assert answers == [200, 200]
+        utilization = metric(env, name, "ServerlessConcurrentExecutionsUtilization")
+        assert max(st["Maximum"] for st in utilization) == 1.0  # 2 of MaxConcurrency 2
+        assert min(st["Minimum"] for st in utilization) == 0.5
         assert rt.invoke_endpoint(EndpointName=name, Body=b"ok")["Body"].read() == b"ok"
     finally:
         env.cleanup(name)

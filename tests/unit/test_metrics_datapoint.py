@@ -201,7 +201,8 @@ PUBLISHED = (
     "AWS/SageMaker/InvocationModelErrors, AWS/SageMaker/Invocations, "
     "AWS/SageMaker/InvocationsPerInstance, AWS/SageMaker/ModelCacheHit, AWS/SageMaker/ModelDownloadingTime, "
     "AWS/SageMaker/ModelLatency, AWS/SageMaker/ModelLoadingTime, AWS/SageMaker/ModelLoadingWaitTime, "
-    "AWS/SageMaker/ModelUnloadingTime, AWS/SageMaker/OverheadLatency"
+    "AWS/SageMaker/ModelSetupTime, AWS/SageMaker/ModelUnloadingTime, AWS/SageMaker/OverheadLatency, "
+    "AWS/SageMaker/ServerlessConcurrentExecutionsUtilization"
 )
 
 

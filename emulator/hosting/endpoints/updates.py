@@ -42,6 +42,8 @@ class FleetUpdates(ServiceBase):
         for variant_name, _, count in desired:
             if variant_name not in fleet.variants:
                 raise ValidationFailed(messages.unknown_variant_update(variant_name, endpoint.name))
+            if count is not None and fleet.variants[variant_name].variant.serverless is not None:
+                raise ValidationFailed(messages.serverless_instance_count(variant_name))
             if count is not None and count < 1:  # [U]: smlocal keeps at least one instance
                 raise ValidationFailed(
                     f"DesiredInstanceCount of variant {variant_name} must be at least 1 in smlocal."

@@ -125,6 +125,22 @@ METRICS: tuple[MetricInfo, ...] = (
     MetricInfo("ModelCacheHit", INVOCATION_NAMESPACE, "None", "sagemaker_model_cache_hit", "summary"),
     # the Prometheus view: a summary of the instances' samples, as the other multi-model metrics
     MetricInfo("LoadedModelCount", INSTANCE_NAMESPACE, "None", "sagemaker_loaded_model_count", "summary"),
+    # serverless endpoints (spec §7): each cold start's time; each request's concurrent executions
+    # over MaxConcurrency (0-1), recorded when it is admitted
+    MetricInfo(
+        "ModelSetupTime",
+        INVOCATION_NAMESPACE,
+        "Microseconds",
+        "sagemaker_model_setup_time_microseconds",
+        "summary",
+    ),
+    MetricInfo(
+        "ServerlessConcurrentExecutionsUtilization",
+        INVOCATION_NAMESPACE,
+        "None",
+        "sagemaker_serverless_concurrent_executions_utilization",
+        "summary",
+    ),
 )
 #: The catalogue by metric name.
 METRICS_BY_NAME = {m.name: m for m in METRICS}
@@ -162,6 +178,9 @@ MULTI_MODEL_METRICS: dict[str, str] = {
     "ModelLoadingTime": "model_loading",
     "ModelCacheHit": "cache_hit",
     "LoadedModelCount": "loaded_models",
+    # serverless endpoints' metrics, recorded the same way (one value per cold start or request)
+    "ModelSetupTime": "model_setup",
+    "ServerlessConcurrentExecutionsUtilization": "serverless_concurrency",
 }
 
 #: The metrics of one container of a multi-container endpoint (dimension ContainerName added).

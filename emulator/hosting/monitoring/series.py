@@ -65,6 +65,8 @@ class Period:
         "model_loading",
         "cache_hit",
         "loaded_models",
+        "model_setup",
+        "serverless_concurrency",
         "first_byte",
     )
 
@@ -89,6 +91,9 @@ class Period:
         self.model_loading = Stat()
         self.cache_hit = Stat()
         self.loaded_models = Stat()
+        # serverless endpoints
+        self.model_setup = Stat()
+        self.serverless_concurrency = Stat()
         # smlocal's own: response streams' time to first byte (not a CloudWatch metric)
         self.first_byte = Stat()
 

@@ -71,13 +71,16 @@ class VariantCapacity:
 
 
 class ServerlessHost:
+    _UTILIZATION = "ServerlessConcurrentExecutionsUtilization"
+
     def __init__(self, config: ServerConfig, deployer: Deployer) -> None:
         self._config = config
         self._deployer = deployer
         #: each serverless variant's capacity, forgotten with its fleet (an update makes new ones)
         self._capacity: weakref.WeakKeyDictionary[VariantFleet, VariantCapacity] = weakref.WeakKeyDictionary()
-        #: called with (endpoint, variant, seconds) after each cold start (ModelSetupTime)
-        self.setup_listeners: list[Callable[[str, str, float], None]] = []
+        #: Set by app.py to the metric store's `record_model_metric` (endpoint, variant, metric
+        #: name, value): ModelSetupTime, ServerlessConcurrentExecutionsUtilization. None: not recorded.
+        self.record: Callable[[str, str, str, float], None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     def capacity(self, variant: VariantFleet) -> VariantCapacity:
@@ -104,6 +107,9 @@ class ServerlessHost:
             raise Throttled(messages.serverless_throttled(endpoint_name, cap.config.max_concurrency))
         cap.in_flight += 1
         cap.cancel_idle()
+        if self.record is not None:
+            utilization = cap.in_flight / cap.config.max_concurrency
+            self.record(endpoint_name, variant.variant.variant_name, self._UTILIZATION, utilization)
         try:
             if not variant.instances:
                 if cap.starting is None or cap.starting.done():
@@ -157,8 +163,8 @@ class ServerlessHost:
             f"{name}/{instance.instance_id}: cold start in {cold.total_s:.2f} s (container start "
             f"{cold.container_start_s:.2f} s, first /ping 200 after {cold.first_ping_s:.2f} s)",
         )
-        for listener in self.setup_listeners:
-            listener(endpoint_name, name, cold.total_s)
+        if self.record is not None:
+            self.record(endpoint_name, name, "ModelSetupTime", cold.total_s)
 
     async def explain(self, cap: VariantCapacity, context: FaultContext, fault: ModelFault) -> ModelFault:
         """A call whose connection broke because the engine killed the container over its memory
