@@ -278,6 +278,26 @@ def test_provisioned_concurrency_keeps_a_warm_container(env: Smlocal) -> None:
         assert len(running) == 1  # started with the endpoint
         assert hostname(env, name) == running[0].id[:12]
         assert "cold start in" not in platform_log(env, name)
+        # a second request while one runs spills over ProvisionedConcurrency 1 (the metrics say so)
+        service = env.server.service
+        assert service is not None
+        capacity = service.serverless.capacity(service._fleets[name].variants["AllTraffic"])
+        slow = threading.Thread(
+            target=lambda: env.rt.invoke_endpoint(EndpointName=name, Body=b"x", CustomAttributes="sleep=1")
+        )
+        slow.start()
+        wait_for(lambda: capacity.in_flight == 1)
+        env.rt.invoke_endpoint(EndpointName=name, Body=b"x")
+        slow.join()
+
+        def total(metric_name: str) -> float:
+            return sum(st["Sum"] for st in metric(env, name, metric_name))
+
+        assert total("ServerlessProvisionedConcurrencyInvocations") == 2  # the first call and the slow one
+        assert total("ServerlessProvisionedConcurrencySpilloverInvocations") == 1
+        assert (
+            max(st["Maximum"] for st in metric(env, name, "ServerlessProvisionedConcurrencyUtilization")) == 1
+        )
         time.sleep(IDLE_S * 2)  # an absence can only be shown by waiting past the idle time
         assert [c.id for c in containers(env, name)] == [running[0].id]
     finally:
@@ -386,3 +406,31 @@ def test_a_container_over_its_memory_size_is_killed_and_the_call_says_why(env: S
         assert hostname(env, name, rt) != first  # the next request: a new container
     finally:
         env.cleanup(name)
+
+
+def test_a_restart_keeps_a_serverless_endpoint_and_its_provisioned_container(
+    tmp_path_factory: pytest.TempPathFactory, echo_image: str
+) -> None:
+    state = tmp_path_factory.mktemp("serverless-restart")
+    first = start_smlocal(state, echo_image, limits=LIMITS, serverless_idle_s=IDLE_S, stop_containers=False)
+    try:
+        deploy(first, "sl-kept", ProvisionedConcurrency=1)
+        deploy(first, "sl-cold-kept")
+        warm = hostname(first, "sl-kept")
+        cold = hostname(first, "sl-cold-kept")  # its container runs when the server stops
+    finally:
+        first.server.stop()
+    second = start_smlocal(state, echo_image, limits=LIMITS, serverless_idle_s=IDLE_S)
+    try:
+        for name in ("sl-kept", "sl-cold-kept"):
+            described = second.wait(name)
+            assert described["EndpointStatus"] == "InService"
+            assert described["ProductionVariants"][0]["CurrentServerlessConfig"]["MaxConcurrency"] == 2
+        assert hostname(second, "sl-kept") == warm  # the provisioned container, adopted
+        # the on-demand one is not kept over a restart: the next request is a cold start
+        assert containers(second, "sl-cold-kept") == []
+        assert hostname(second, "sl-cold-kept") != cold
+    finally:
+        second.cleanup("sl-kept")
+        second.cleanup("sl-cold-kept")
+        second.server.stop()

@@ -202,7 +202,11 @@ PUBLISHED = (
     "AWS/SageMaker/InvocationsPerInstance, AWS/SageMaker/ModelCacheHit, AWS/SageMaker/ModelDownloadingTime, "
     "AWS/SageMaker/ModelLatency, AWS/SageMaker/ModelLoadingTime, AWS/SageMaker/ModelLoadingWaitTime, "
     "AWS/SageMaker/ModelSetupTime, AWS/SageMaker/ModelUnloadingTime, AWS/SageMaker/OverheadLatency, "
-    "AWS/SageMaker/ServerlessConcurrentExecutionsUtilization"
+    "AWS/SageMaker/ServerlessConcurrentExecutionsUtilization, "
+    "AWS/SageMaker/ServerlessProvisionedConcurrencyExecutions, "
+    "AWS/SageMaker/ServerlessProvisionedConcurrencyInvocations, "
+    "AWS/SageMaker/ServerlessProvisionedConcurrencySpilloverInvocations, "
+    "AWS/SageMaker/ServerlessProvisionedConcurrencyUtilization"
 )
 
 

@@ -141,6 +141,24 @@ METRICS: tuple[MetricInfo, ...] = (
         "sagemaker_serverless_concurrent_executions_utilization",
         "summary",
     ),
+    # with ProvisionedConcurrency, per admitted request: the executions the provisioned capacity
+    # serves, over ProvisionedConcurrency, and whether the request was one of them (1) or spilled
+    # over it (docs/serverless.md)
+    *(
+        MetricInfo(
+            f"ServerlessProvisionedConcurrency{suffix}",
+            INVOCATION_NAMESPACE,
+            "None",
+            f"sagemaker_serverless_provisioned_concurrency_{family}",
+            "summary",
+        )
+        for suffix, family in (
+            ("Executions", "executions"),
+            ("Utilization", "utilization"),
+            ("Invocations", "invocations"),
+            ("SpilloverInvocations", "spillover_invocations"),
+        )
+    ),
 )
 #: The catalogue by metric name.
 METRICS_BY_NAME = {m.name: m for m in METRICS}
@@ -181,6 +199,10 @@ MULTI_MODEL_METRICS: dict[str, str] = {
     # serverless endpoints' metrics, recorded the same way (one value per cold start or request)
     "ModelSetupTime": "model_setup",
     "ServerlessConcurrentExecutionsUtilization": "serverless_concurrency",
+    "ServerlessProvisionedConcurrencyExecutions": "provisioned_executions",
+    "ServerlessProvisionedConcurrencyUtilization": "provisioned_utilization",
+    "ServerlessProvisionedConcurrencyInvocations": "provisioned_invocations",
+    "ServerlessProvisionedConcurrencySpilloverInvocations": "spillover_invocations",
 }
 
 #: The metrics of one container of a multi-container endpoint (dimension ContainerName added).

@@ -67,6 +67,10 @@ class Period:
         "loaded_models",
         "model_setup",
         "serverless_concurrency",
+        "provisioned_executions",
+        "provisioned_utilization",
+        "provisioned_invocations",
+        "spillover_invocations",
         "first_byte",
     )
 
@@ -94,6 +98,10 @@ class Period:
         # serverless endpoints
         self.model_setup = Stat()
         self.serverless_concurrency = Stat()
+        self.provisioned_executions = Stat()
+        self.provisioned_utilization = Stat()
+        self.provisioned_invocations = Stat()
+        self.spillover_invocations = Stat()
         # smlocal's own: response streams' time to first byte (not a CloudWatch metric)
         self.first_byte = Stat()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import weakref
@@ -71,8 +72,6 @@ class VariantCapacity:
 
 
 class ServerlessHost:
-    _UTILIZATION = "ServerlessConcurrentExecutionsUtilization"
-
     def __init__(self, config: ServerConfig, deployer: Deployer) -> None:
         self._config = config
         self._deployer = deployer
@@ -108,8 +107,7 @@ class ServerlessHost:
         cap.in_flight += 1
         cap.cancel_idle()
         if self.record is not None:
-            utilization = cap.in_flight / cap.config.max_concurrency
-            self.record(endpoint_name, variant.variant.variant_name, self._UTILIZATION, utilization)
+            self._record_admission(endpoint_name, variant.variant.variant_name, cap)
         try:
             if not variant.instances:
                 if cap.starting is None or cap.starting.done():
@@ -124,6 +122,21 @@ class ServerlessHost:
             cap.in_flight -= 1
             if cap.in_flight == 0:
                 self._arm_idle(endpoint_name, variant, cap, wanted)
+
+    def _record_admission(self, endpoint_name: str, variant_name: str, cap: VariantCapacity) -> None:
+        """The concurrency metrics of one admitted request (its own count included)."""
+        assert self.record is not None
+        record = functools.partial(self.record, endpoint_name, variant_name)
+        record("ServerlessConcurrentExecutionsUtilization", cap.in_flight / cap.config.max_concurrency)
+        provisioned = cap.config.provisioned_concurrency
+        if not provisioned:
+            return
+        executions = min(cap.in_flight, provisioned)
+        spilled = cap.in_flight > provisioned
+        record("ServerlessProvisionedConcurrencyExecutions", float(executions))
+        record("ServerlessProvisionedConcurrencyUtilization", executions / provisioned)
+        record("ServerlessProvisionedConcurrencyInvocations", 0.0 if spilled else 1.0)
+        record("ServerlessProvisionedConcurrencySpilloverInvocations", 1.0 if spilled else 0.0)
 
     async def _cold_start(
         self,
