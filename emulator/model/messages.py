@@ -436,3 +436,11 @@ def serverless_streaming(endpoint: str) -> str:  # [U] smlocal's own limit
         f"Endpoint {endpoint} is a serverless endpoint: smlocal does not serve "
         "InvokeEndpointWithResponseStream on serverless endpoints. Use InvokeEndpoint."
     )
+
+
+def serverless_not_instance_scalable(variant: str, endpoint: str) -> str:  # [U]
+    return (
+        f"Variant {variant} of endpoint {endpoint} is serverless: it has no "
+        "sagemaker:variant:DesiredInstanceCount to scale (smlocal does not scale "
+        "sagemaker:variant:DesiredProvisionedConcurrency yet)."
+    )

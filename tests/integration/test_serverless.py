@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 from emulator.config import ContractLimits
 from emulator.runtime import labels
 from emulator.runtime.labels import owner_id
+from tests.fixtures.scaling import resource, variant_target
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
 
 LIMITS = ContractLimits(
@@ -115,6 +116,15 @@ def test_a_serverless_config_is_described_and_its_endpoint_is_in_service_without
             400,
             "Variant AllTraffic is serverless: it has no instance count to update. Use a new endpoint config "
             "to change its ServerlessConfig.",
+        )
+        scaling = boto3.client("application-autoscaling", endpoint_url=env.server.url, **CREDENTIALS)
+        with pytest.raises(ClientError) as not_scalable:
+            scaling.register_scalable_target(**variant_target(resource(name)), MinCapacity=1, MaxCapacity=2)
+        assert error_of(not_scalable.value) == (
+            "ValidationException",
+            400,
+            f"Variant AllTraffic of endpoint {name} is serverless: it has no sagemaker:variant:DesiredInstanceCount "
+            "to scale (smlocal does not scale sagemaker:variant:DesiredProvisionedConcurrency yet).",
         )
         config = env.sm.describe_endpoint_config(EndpointConfigName=name)["ProductionVariants"][0]
         assert config["ServerlessConfig"] == {"MemorySizeInMB": 2048, "MaxConcurrency": 5}
