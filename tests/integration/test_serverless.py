@@ -444,3 +444,24 @@ def test_a_restart_keeps_a_serverless_endpoint_and_its_provisioned_container(
         second.cleanup("sl-kept")
         second.cleanup("sl-cold-kept")
         second.server.stop()
+
+
+def test_a_uvicorn_fastapi_model_cold_starts_and_serves_warm_calls(env: Smlocal, fastapi_image: str) -> None:
+    """A serving stack people ship (uvicorn + FastAPI, which keeps idle connections 5 s) behind the
+    cold start and the pooled warm calls."""
+    name = "sl-fastapi"
+    try:
+        env.sm.create_model(ModelName=name, PrimaryContainer={"Image": fastapi_image})
+        env.sm.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[serverless_variant(name)])
+        env.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+        assert env.wait(name)["EndpointStatus"] == "InService"
+        assert containers(env, name) == []
+        for i in range(5):
+            answer = env.rt.invoke_endpoint(
+                EndpointName=name, Body=f'{{"x": {i}}}'.encode(), ContentType="application/json"
+            )
+            assert answer["Body"].read() == f'{{"predictions":{{"x":{i}}}}}'.encode()
+        assert len(containers(env, name)) == 1
+        assert platform_log(env, name).count("cold start in") == 1
+    finally:
+        env.cleanup(name)
