@@ -465,3 +465,30 @@ def test_a_uvicorn_fastapi_model_cold_starts_and_serves_warm_calls(env: Smlocal,
         assert platform_log(env, name).count("cold start in") == 1
     finally:
         env.cleanup(name)
+
+
+def test_a_server_stopped_during_a_cold_start_leaves_no_container(
+    tmp_path_factory: pytest.TempPathFactory, echo_image: str
+) -> None:
+    server = start_smlocal(tmp_path_factory.mktemp("serverless-stop"), echo_image, limits=LIMITS)
+    name = "sl-stopped"
+    failures: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            no_retry_runtime(server).invoke_endpoint(EndpointName=name, Body=b"x")
+        except Exception as exc:  # the server goes away under it
+            failures.append(exc)
+
+    caller = threading.Thread(target=call)
+    try:
+        deploy(server, name, env_vars={"LISTEN_DELAY_S": "2"})  # the cold start takes 2 s
+        caller.start()
+        wait_for(lambda: len(containers(server, name)) == 1)
+    finally:
+        server.server.stop()
+    caller.join()
+    # (the call may have been answered within the server's graceful stop, or failed: either way)
+    assert all(isinstance(f, Exception) for f in failures)
+    owned = [f"{labels.OWNER}={owner_id(server.state_dir)}"]
+    assert docker.from_env().containers.list(all=True, filters={"label": owned}) == []

@@ -148,6 +148,7 @@ class HostingService(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, *finishing, return_exceptions=True)
+        await self.serverless.close()  # before the sweep: a cold start stops what it started
         if stop_containers:
             await asyncio.gather(*list(self._stopping), return_exceptions=True)
             instances = [i for fleet in self._fleets.values() for i in fleet.all_instances()]
@@ -156,7 +157,6 @@ class HostingService(
             self._fleets.clear()
             await self._sweep()
         await self.multi_model.close()
-        await self.serverless.close()
         await self.async_inference.close()
         await self.invoker.close()
         if self._ping_session is not None:

@@ -24,7 +24,7 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, EngineError, ModelFault, ModelUnreachable, Throttled
@@ -61,7 +61,8 @@ class VariantCapacity:
     in_flight: int = 0
     starting: asyncio.Future[None] | None = None
     idle: asyncio.TimerHandle | None = None
-    cold_starts: list[ColdStart] = field(default_factory=list)
+    #: the latest cold start's parts (its platform log line has them all)
+    last_cold_start: ColdStart | None = None
     #: the container the latest request was sent to (a failed call asks the engine about it)
     serving: Instance | None = None
 
@@ -78,9 +79,10 @@ class ServerlessHost:
         #: each serverless variant's capacity, forgotten with its fleet (an update makes new ones)
         self._capacity: weakref.WeakKeyDictionary[VariantFleet, VariantCapacity] = weakref.WeakKeyDictionary()
         #: Set by app.py to the metric store's `record_model_metric` (endpoint, variant, metric
-        #: name, value): ModelSetupTime, ServerlessConcurrentExecutionsUtilization. None: not recorded.
+        #: name, value): ModelSetupTime and the concurrency metrics. None: not recorded.
         self.record: Callable[[str, str, str, float], None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        #: cold starts and idle stops under way (close waits for them)
+        self._tasks: set[asyncio.Future[None]] = set()
 
     def capacity(self, variant: VariantFleet) -> VariantCapacity:
         assert variant.variant.serverless is not None
@@ -111,9 +113,13 @@ class ServerlessHost:
         try:
             if not variant.instances:
                 if cap.starting is None or cap.starting.done():
-                    cap.starting = asyncio.ensure_future(
+                    starting = asyncio.ensure_future(
                         self._cold_start(endpoint_name, variant, cap, context, wanted)
                     )
+                    # its outcome is retrieved even when every request waiting for it has gone
+                    starting.add_done_callback(lambda t: t.cancelled() or t.exception())
+                    self._track(starting)
+                    cap.starting = starting
                 # shielded: a caller that gives up does not cancel the start the others wait for
                 await asyncio.shield(cap.starting)
             cap.serving = variant.instances[0] if variant.instances else None
@@ -169,7 +175,7 @@ class ServerlessHost:
             await self._deployer.stop_instances([instance])
             raise context.fault(ModelFault, 0, messages.container_unreachable("the endpoint was deleted"))
         cold = ColdStart(started - began, ready - started)
-        cap.cold_starts.append(cold)
+        cap.last_cold_start = cold
         variant.add([instance])
         self._deployer.platform_log(
             endpoint_name,
@@ -228,7 +234,9 @@ class ServerlessHost:
                 f"{variant.variant.variant_name}/{instance.instance_id}: idle for "
                 f"{self._config.serverless_idle_s:g} s; stopped (the next request starts a new one)",
             )
-        task = asyncio.ensure_future(self._deployer.stop_instances(idle))
+        self._track(asyncio.ensure_future(self._deployer.stop_instances(idle)))
+
+    def _track(self, task: asyncio.Future[None]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -239,7 +247,11 @@ class ServerlessHost:
             cap.cancel_idle()
 
     async def close(self) -> None:
+        """Idle timers cancelled; cold starts cancelled (each stops what it started); idle stops
+        finish."""
         for cap in list(self._capacity.values()):
             cap.cancel_idle()
+            if cap.starting is not None:
+                cap.starting.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
