@@ -27,6 +27,8 @@ SERVERLESS_STARTUP_TIMEOUT_S = 180.0
 #: [U] How long a serverless endpoint's container may stay idle before it is stopped (policy seconds:
 #: scaled by --time-scale). SageMaker does not publish its figure; `smlocal serve --serverless-idle`.
 SERVERLESS_IDLE_S = 300.0
+#: Serverless (spec §7): the container image may be at most 10 GB (as the contract tester counts it).
+SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
 
 #: Model data archives (untrusted input, extracted on the host): smlocal's own limits, not SageMaker's.
 ARCHIVE_MAX_HEADER_BYTES = 1 << 20  # one PAX extended header or GNU long-name/long-link record
@@ -131,6 +133,8 @@ class ServerConfig:
     #: `--serverless-idle`: a serverless endpoint's container is stopped after this many policy
     #: seconds without a request (the next one is a cold start); ProvisionedConcurrency keeps it.
     serverless_idle_s: float = SERVERLESS_IDLE_S
+    #: A serverless variant's image over this size fails CreateEndpoint (tests lower it).
+    serverless_image_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:

@@ -444,3 +444,10 @@ def serverless_not_instance_scalable(variant: str, endpoint: str) -> str:  # [U]
         "sagemaker:variant:DesiredInstanceCount to scale (smlocal does not scale "
         "sagemaker:variant:DesiredProvisionedConcurrency yet)."
     )
+
+
+def serverless_image_too_large(image: str, size: int, limit: int) -> str:  # [U]
+    return (
+        f"The image {image} is {size / 1024**3:.2f} GB ({size} bytes): serverless endpoints support images "
+        f"of up to {limit / 1024**3:.2f} GB ({limit} bytes). Reduce the image size or deploy to instances."
+    )

@@ -492,3 +492,28 @@ def test_a_server_stopped_during_a_cold_start_leaves_no_container(
     assert all(isinstance(f, Exception) for f in failures)
     owned = [f"{labels.OWNER}={owner_id(server.state_dir)}"]
     assert docker.from_env().containers.list(all=True, filters={"label": owned}) == []
+
+
+def test_an_image_over_the_serverless_limit_fails_create_endpoint(
+    tmp_path_factory: pytest.TempPathFactory, echo_image: str
+) -> None:
+    limit = 1 << 20  # lowered from 10 GB: the echo image is far larger
+    server = start_smlocal(
+        tmp_path_factory.mktemp("serverless-image"),
+        echo_image,
+        limits=LIMITS,
+        serverless_image_limit_bytes=limit,
+    )
+    name = "sl-big-image"
+    try:
+        described = deploy(server, name)
+        size = docker.from_env().images.get(echo_image).attrs["Size"]
+        assert described["EndpointStatus"] == "Failed"
+        assert described["FailureReason"] == (
+            f"The image {echo_image} is {size / 1024**3:.2f} GB ({size} bytes): serverless endpoints support "
+            f"images of up to 0.00 GB ({limit} bytes). Reduce the image size or deploy to instances."
+        )
+        assert containers(server, name) == []
+    finally:
+        server.cleanup(name)
+        server.server.stop()
