@@ -371,6 +371,14 @@ def test_requests_over_max_concurrency_are_throttled(env: Smlocal) -> None:
         assert max(st["Maximum"] for st in utilization) == 1.0  # 2 of MaxConcurrency 2
         assert min(st["Minimum"] for st in utilization) == 0.5
         assert rt.invoke_endpoint(EndpointName=name, Body=b"ok")["Body"].read() == b"ok"
+        # a weight-only update leaves the warm container alone (no instance count to scale to)
+        warm = hostname(env, name, rt)
+        env.sm.update_endpoint_weights_and_capacities(
+            EndpointName=name,
+            DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredWeight": 2.0}],
+        )
+        wait_for(lambda: env.sm.describe_endpoint(EndpointName=name)["EndpointStatus"] == "InService")
+        assert hostname(env, name, rt) == warm
     finally:
         env.cleanup(name)
 

@@ -114,6 +114,8 @@ class FleetUpdates(ServiceBase):
         self._watch(name)
 
     async def _scale(self, name: str, variant: VariantFleet) -> None:
+        if variant.variant.serverless is not None:  # capacity on demand: hosting/serverless/
+            return
         target = variant.desired_count
         if target is None:
             target = variant.variant.initial_instance_count
