@@ -451,3 +451,7 @@ def serverless_image_too_large(image: str, size: int, limit: int) -> str:  # [U]
         f"The image {image} is {size / 1024**3:.2f} GB ({size} bytes): serverless endpoints support images "
         f"of up to {limit / 1024**3:.2f} GB ({limit} bytes). Reduce the image size or deploy to instances."
     )
+
+
+def serverless_update_not_serverless(variant: str) -> str:  # [U]
+    return f"Variant {variant} is not serverless: ServerlessUpdateConfig applies to serverless variants only."

@@ -221,9 +221,13 @@ def create_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def update_endpoint_weights_and_capacities_input(params: Mapping[str, Any]) -> dict[str, Any]:
     desired: list[tuple[str, float | None, int | None]] = []
+    serverless_updates: list[tuple[str, int | None, int | None]] = []
     for d in params["DesiredWeightsAndCapacities"]:
         if "ServerlessUpdateConfig" in d:
-            raise _unsupported("ServerlessUpdateConfig")
+            update = d["ServerlessUpdateConfig"]
+            serverless_updates.append(
+                (d["VariantName"], update.get("MaxConcurrency"), update.get("ProvisionedConcurrency"))
+            )
         weight = d.get("DesiredWeight")
         count = d.get("DesiredInstanceCount")
         desired.append(
@@ -233,7 +237,10 @@ def update_endpoint_weights_and_capacities_input(params: Mapping[str, Any]) -> d
                 None if count is None else int(count),
             )
         )
-    return {"name": params["EndpointName"], "desired": tuple(desired)}
+    out: dict[str, Any] = {"name": params["EndpointName"], "desired": tuple(desired)}
+    if serverless_updates:
+        out["serverless"] = tuple(serverless_updates)
+    return out
 
 
 def update_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -434,6 +434,20 @@ def test_a_restart_keeps_a_serverless_endpoint_and_its_provisioned_container(
     try:
         deploy(first, "sl-kept", ProvisionedConcurrency=1)
         deploy(first, "sl-cold-kept")
+        deploy(first, "sl-updated-kept")
+        first.sm.update_endpoint_weights_and_capacities(
+            EndpointName="sl-updated-kept",
+            DesiredWeightsAndCapacities=[
+                {"VariantName": "AllTraffic", "ServerlessUpdateConfig": {"ProvisionedConcurrency": 1}}
+            ],
+        )
+        wait_for(lambda: len(containers(first, "sl-updated-kept")) == 1)
+        wait_for(
+            lambda: (
+                first.sm.describe_endpoint(EndpointName="sl-updated-kept")["EndpointStatus"] == "InService"
+            )
+        )
+        updated_host = containers(first, "sl-updated-kept")[0].id[:12]
         warm = hostname(first, "sl-kept")
         cold = hostname(first, "sl-cold-kept")  # its container runs when the server stops
     finally:
@@ -445,12 +459,16 @@ def test_a_restart_keeps_a_serverless_endpoint_and_its_provisioned_container(
             assert described["EndpointStatus"] == "InService"
             assert described["ProductionVariants"][0]["CurrentServerlessConfig"]["MaxConcurrency"] == 2
         assert hostname(second, "sl-kept") == warm  # the provisioned container, adopted
+        # a ServerlessUpdateConfig survives the restart (the deployed copy of the config has it)
+        updated = second.wait("sl-updated-kept")["ProductionVariants"][0]["CurrentServerlessConfig"]
+        assert updated.get("ProvisionedConcurrency") == 1
+        assert hostname(second, "sl-updated-kept") == updated_host
         # the on-demand one is not kept over a restart: the next request is a cold start
         assert containers(second, "sl-cold-kept") == []
         assert hostname(second, "sl-cold-kept") != cold
     finally:
-        second.cleanup("sl-kept")
-        second.cleanup("sl-cold-kept")
+        for name in ("sl-kept", "sl-cold-kept", "sl-updated-kept"):
+            second.cleanup(name)
         second.server.stop()
 
 
@@ -525,3 +543,62 @@ def test_an_image_over_the_serverless_limit_fails_create_endpoint(
     finally:
         server.cleanup(name)
         server.server.stop()
+
+
+def test_serverless_update_config_changes_concurrency_and_starts_a_provisioned_container(
+    env: Smlocal,
+) -> None:
+    name = "sl-updated"
+    try:
+        deploy(env, name, max_concurrency=2)
+        assert containers(env, name) == []
+
+        def update(**config: int) -> None:
+            env.sm.update_endpoint_weights_and_capacities(
+                EndpointName=name,
+                DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "ServerlessUpdateConfig": config}],
+            )
+
+        with pytest.raises(ClientError) as refused:
+            update(ProvisionedConcurrency=3)
+        assert error_of(refused.value) == (
+            "ValidationException",
+            400,
+            "ProvisionedConcurrency (3) of variant AllTraffic must be less than or equal to its MaxConcurrency (2).",
+        )
+        update(MaxConcurrency=4, ProvisionedConcurrency=1)
+        wait_for(lambda: env.sm.describe_endpoint(EndpointName=name)["EndpointStatus"] == "InService")
+        variant = env.sm.describe_endpoint(EndpointName=name)["ProductionVariants"][0]
+        assert variant["CurrentServerlessConfig"] == {
+            "MemorySizeInMB": 1024,
+            "MaxConcurrency": 4,
+            "ProvisionedConcurrency": 1,
+        }
+        running = containers(env, name)
+        assert len(running) == 1  # the provisioned container, started without a request
+        assert hostname(env, name) == running[0].id[:12]
+        # the endpoint config itself is unchanged
+        config = env.sm.describe_endpoint_config(EndpointConfigName=name)["ProductionVariants"][0]
+        assert config["ServerlessConfig"] == {"MemorySizeInMB": 1024, "MaxConcurrency": 2}
+    finally:
+        env.cleanup(name)
+
+
+def test_serverless_update_config_on_an_instance_variant_is_refused(env: Smlocal) -> None:
+    name = "sl-not-serverless"
+    try:
+        env.deploy(name)
+        with pytest.raises(ClientError) as refused:
+            env.sm.update_endpoint_weights_and_capacities(
+                EndpointName=name,
+                DesiredWeightsAndCapacities=[
+                    {"VariantName": "AllTraffic", "ServerlessUpdateConfig": {"MaxConcurrency": 3}}
+                ],
+            )
+        assert error_of(refused.value) == (
+            "ValidationException",
+            400,
+            "Variant AllTraffic is not serverless: ServerlessUpdateConfig applies to serverless variants only.",
+        )
+    finally:
+        env.cleanup(name)

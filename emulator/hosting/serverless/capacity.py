@@ -240,6 +240,16 @@ class ServerlessHost:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def reconfigure(self, variant: VariantFleet) -> None:
+        """The variant's ServerlessConfig changed (ServerlessUpdateConfig): its capacity follows it
+        from the next request on; with ProvisionedConcurrency its container is no longer idle-stopped."""
+        cap = self._capacity.get(variant)
+        if cap is None or variant.variant.serverless is None:
+            return
+        cap.config = variant.variant.serverless
+        if cap.config.provisioned_concurrency:
+            cap.cancel_idle()
+
     def forget(self, variant: VariantFleet) -> None:
         """The variant no longer serves (deleted, replaced by an update): its idle timer goes."""
         cap = self._capacity.pop(variant, None)
