@@ -193,6 +193,7 @@ def build_app(
         service.multi_model.record = metrics.record_model_metric
         service.async_inference.metrics.record = metrics.record_async
         service.async_inference.metrics.invocation = functools.partial(_async_invocation, metrics)
+        service.serverless.record = metrics.record_model_metric
         hooks.sampler.start()
         scaler = app[SCALER] = AutoScaler(config, service, metrics)
         scaler.start()

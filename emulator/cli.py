@@ -212,6 +212,14 @@ def build_parser() -> argparse.ArgumentParser:
         "429 ModelNotReadyException (loading goes on; default: 60, SageMaker's)",
     )
     p.add_argument(
+        "--serverless-idle",
+        type=_positive_float,
+        default=300.0,
+        metavar="S",
+        help="serverless endpoints: seconds without a request after which the container is stopped "
+        "(the next request is a cold start; scaled by --time-scale; default: 300)",
+    )
+    p.add_argument(
         "--event-loop",
         choices=("auto", "asyncio", "uvloop"),
         default="auto",

@@ -22,6 +22,13 @@ MAX_PAYLOAD_BYTES = 6_291_456  # request and response body cap for InvokeEndpoin
 STREAM_FIRST_BYTE_TIMEOUT_S = 60.0  # the first byte of the body, as InvokeEndpoint's 60 s answer
 STREAM_IDLE_TIMEOUT_S = 60.0  # the longest silence between two parts
 STREAM_TIMEOUT_S = 600.0  # the whole answer, first byte to last
+#: Serverless (spec §7): model download and the first 200 on /ping within 3 minutes of a cold start.
+SERVERLESS_STARTUP_TIMEOUT_S = 180.0
+#: [U] How long a serverless endpoint's container may stay idle before it is stopped (policy seconds:
+#: scaled by --time-scale). SageMaker does not publish its figure; `smlocal serve --serverless-idle`.
+SERVERLESS_IDLE_S = 300.0
+#: Serverless (spec §7): the container image may be at most 10 GB (as the contract tester counts it).
+SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
 
 #: Model data archives (untrusted input, extracted on the host): smlocal's own limits, not SageMaker's.
 ARCHIVE_MAX_HEADER_BYTES = 1 << 20  # one PAX extended header or GNU long-name/long-link record
@@ -55,6 +62,7 @@ class ContractLimits:
     stream_first_byte_timeout_s: float = STREAM_FIRST_BYTE_TIMEOUT_S
     stream_idle_timeout_s: float = STREAM_IDLE_TIMEOUT_S
     stream_timeout_s: float = STREAM_TIMEOUT_S
+    serverless_startup_timeout_s: float = SERVERLESS_STARTUP_TIMEOUT_S
 
     def replace(self, **changes: object) -> ContractLimits:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -124,6 +132,11 @@ class ServerConfig:
     #: Memory per instance for multi-model endpoints (GB per instance type) over INSTANCE_MEMORY_GB:
     #: the budget of loaded models (docs/multi-model.md).
     instance_memory_gb: tuple[tuple[str, float], ...] = ()
+    #: `--serverless-idle`: a serverless endpoint's container is stopped after this many policy
+    #: seconds without a request (the next one is a cold start); ProvisionedConcurrency keeps it.
+    serverless_idle_s: float = SERVERLESS_IDLE_S
+    #: A serverless variant's image over this size fails CreateEndpoint (tests lower it).
+    serverless_image_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:

@@ -19,6 +19,7 @@
     ├── AlarmNotFound               CloudWatch's ResourceNotFound: no such alarm
     ├── UnknownOperation            an API operation smlocal does not implement
     ├── PayloadTooLarge             request body over the invocation cap
+    ├── Throttled                   a serverless endpoint already serves MaxConcurrency requests
     ├── ModelFault                  the container answered badly; becomes 424 ModelError
     │   ├── ModelErrorResponse      the container answered with a non-2xx status
     │   ├── ModelTimeout            no answer within the invocation timeout
@@ -133,6 +134,11 @@ class UnknownOperation(SmlocalError):
 
 class PayloadTooLarge(SmlocalError):
     """The request body is over the invocation size cap."""
+
+
+class Throttled(SmlocalError):
+    """A serverless endpoint is at its MaxConcurrency: the request is refused at once, not queued
+    (clients see ThrottlingException, which boto3 retries)."""
 
 
 class ContainerCall(NamedTuple):

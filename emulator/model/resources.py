@@ -105,6 +105,19 @@ class ProductionVariant:
     routing_strategy: RoutingStrategy = RoutingStrategy.LEAST_OUTSTANDING_REQUESTS
     #: VolumeSizeInGB: the instance's ML storage volume (DiskUtilization's denominator).
     volume_size_gb: int | None = None
+    #: ServerlessConfig: capacity on demand instead of instances (spec §7; hosting/serverless/).
+    #: A serverless variant's initial_instance_count is its warm containers at creation (1 with
+    #: ProvisionedConcurrency, else 0).
+    serverless: ServerlessConfig | None = None
+
+
+@dataclass(frozen=True)
+class ServerlessConfig:
+    """A production variant's ServerlessConfig (ProductionVariantServerlessConfig)."""
+
+    memory_size_mb: int
+    max_concurrency: int
+    provisioned_concurrency: int | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +183,8 @@ class VariantSummary:
     deployed_images: tuple[DeployedImage, ...] = ()
     statuses: tuple[VariantStatus, ...] = ()
     instance_type: str | None = None
+    #: a serverless variant's config (CurrentServerlessConfig and DesiredServerlessConfig)
+    serverless: ServerlessConfig | None = None
 
 
 @dataclass(frozen=True)

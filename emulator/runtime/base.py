@@ -61,6 +61,11 @@ class ContainerSpec:
     tmpfs: Mapping[str, str] = field(default_factory=dict)
     #: Run as this user ("uid:gid" or a name) instead of the image's USER (`docker run --user`).
     user: str | None = None
+    #: The container's memory limit, bytes (swap included: none beyond it); over it the engine kills
+    #: the container (its state says oom_killed). None: no limit. A serverless MemorySizeInMB.
+    memory_limit_bytes: int | None = None
+    #: The container's CPU share in cores (capped at the host's cores). None: no limit.
+    cpus: float | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import os
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -113,7 +114,7 @@ class DockerRuntime:
             joined = self._get(spec.join_network_of) if spec.join_network_of else None
             if spec.join_network_of and joined is None:
                 raise EngineError(f"Docker could not start {spec.image}: its network container is gone")
-            options: dict[str, Any] = {}
+            options: dict[str, Any] = _resource_limits(spec)
             if joined is not None:
                 options["network_mode"] = f"container:{joined.id}"
             else:
@@ -400,3 +401,16 @@ class DockerRuntime:
 def _explain(exc: Exception) -> str:
     explanation = getattr(exc, "explanation", None)
     return str(explanation or exc)
+
+
+def _resource_limits(spec: ContainerSpec) -> dict[str, Any]:
+    """Docker's memory limit (swap equal to it: no swap beyond the limit) and CPU share (nano CPUs,
+    at most the host's cores: the engine refuses more)."""
+    options: dict[str, Any] = {}
+    if spec.memory_limit_bytes is not None:
+        options["mem_limit"] = spec.memory_limit_bytes
+        options["memswap_limit"] = spec.memory_limit_bytes
+    if spec.cpus is not None:
+        cpus = min(spec.cpus, float(os.cpu_count() or 1))
+        options["nano_cpus"] = int(cpus * 1e9)
+    return options

@@ -33,6 +33,7 @@ from emulator.errors import (
     ObjectNotFound,
     PayloadTooLarge,
     SmlocalError,
+    Throttled,
     TooManyTags,
     UnknownOperation,
     UnrecognizedClient,
@@ -68,6 +69,8 @@ TABLE: tuple[tuple[type[Exception], AwsError], ...] = (
     (ArnNotFound, AwsError("ResourceNotFoundException", "ResourceNotFoundException", 400)),
     (TooManyTags, AwsError("TooManyTagsException", "TooManyTagsException", 400)),
     (PayloadTooLarge, AwsError("ValidationException", "", 413)),
+    # [U] status: a serverless endpoint over MaxConcurrency (spec §1.5, §7); docs/serverless.md
+    (Throttled, AwsError("ThrottlingException", "ThrottlingException", 400)),
     (UnknownOperation, AwsError("NotImplemented", "NotImplemented", 501)),
     # `--iam-policies`: 403, as AWS's rest-json front ends answer them (docs/api-coverage.md)
     (AccessDenied, AwsError("AccessDeniedException", "AccessDeniedException", 403, CORAL_SERVICE)),

@@ -212,6 +212,7 @@ async def invoke_endpoint(
             members.get("TargetVariant"),
             members.get("TargetContainerHostname"),
             members.get("TargetModel"),
+            request_id=request_id,
         )
     except SmlocalError as exc:
         if hooks is not None and isinstance(exc, ModelFault):

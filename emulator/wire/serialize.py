@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from emulator.errors import ValidationFailed
-from emulator.model import messages
+from emulator.model import messages, serverless
 from emulator.model.containers import check_containers
 from emulator.model.resources import (
     AsyncInference,
@@ -18,6 +18,7 @@ from emulator.model.resources import (
     ModelDataSource,
     ProductionVariant,
     RoutingStrategy,
+    ServerlessConfig,
     VariantSummary,
 )
 from emulator.wire.serialize_deployment import deployment_config_input, deployment_config_output
@@ -102,7 +103,6 @@ def create_model_input(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
     for feature in (
-        "ServerlessConfig",
         "ManagedInstanceScaling",
         "InstancePools",
         "CapacityReservationConfig",
@@ -114,17 +114,44 @@ def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
     routing = (v.get("RoutingConfig") or {}).get(
         "RoutingStrategy", RoutingStrategy.LEAST_OUTSTANDING_REQUESTS
     )
+    serverless_config = serverless_input(v)
+    count = int(v.get("InitialInstanceCount", 1))
+    if serverless_config is not None:
+        count = serverless.warm_containers(serverless_config)
     return ProductionVariant(
         variant_name=v["VariantName"],
         model_name=v["ModelName"],
-        initial_instance_count=int(v.get("InitialInstanceCount", 1)),
+        initial_instance_count=count,
         instance_type=v.get("InstanceType"),
         initial_variant_weight=float(v.get("InitialVariantWeight", 1.0)),
         startup_health_check_timeout_s=v.get("ContainerStartupHealthCheckTimeoutInSeconds"),
         model_data_download_timeout_s=v.get("ModelDataDownloadTimeoutInSeconds"),
         routing_strategy=RoutingStrategy(routing),
         volume_size_gb=v.get("VolumeSizeInGB"),
+        serverless=serverless_config,
     )
+
+
+def serverless_input(v: Mapping[str, Any]) -> ServerlessConfig | None:
+    """A variant's ServerlessConfig, checked (model/serverless.py); None for an instance variant."""
+    c = v.get("ServerlessConfig")
+    if c is None:
+        return None
+    serverless.check_variant_fields(v["VariantName"], v.get("InstanceType"), "InitialInstanceCount" in v)
+    config = ServerlessConfig(
+        memory_size_mb=int(c["MemorySizeInMB"]),
+        max_concurrency=int(c["MaxConcurrency"]),
+        provisioned_concurrency=c.get("ProvisionedConcurrency"),
+    )
+    serverless.check_config(v["VariantName"], config)
+    return config
+
+
+def _serverless(c: ServerlessConfig) -> JSON:
+    out: JSON = {"MemorySizeInMB": c.memory_size_mb, "MaxConcurrency": c.max_concurrency}
+    if c.provisioned_concurrency is not None:
+        out["ProvisionedConcurrency"] = c.provisioned_concurrency
+    return out
 
 
 def create_endpoint_config_input(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,9 +221,13 @@ def create_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def update_endpoint_weights_and_capacities_input(params: Mapping[str, Any]) -> dict[str, Any]:
     desired: list[tuple[str, float | None, int | None]] = []
+    serverless_updates: list[tuple[str, int | None, int | None]] = []
     for d in params["DesiredWeightsAndCapacities"]:
         if "ServerlessUpdateConfig" in d:
-            raise _unsupported("ServerlessUpdateConfig")
+            update = d["ServerlessUpdateConfig"]
+            serverless_updates.append(
+                (d["VariantName"], update.get("MaxConcurrency"), update.get("ProvisionedConcurrency"))
+            )
         weight = d.get("DesiredWeight")
         count = d.get("DesiredInstanceCount")
         desired.append(
@@ -206,7 +237,10 @@ def update_endpoint_weights_and_capacities_input(params: Mapping[str, Any]) -> d
                 None if count is None else int(count),
             )
         )
-    return {"name": params["EndpointName"], "desired": tuple(desired)}
+    out: dict[str, Any] = {"name": params["EndpointName"], "desired": tuple(desired)}
+    if serverless_updates:
+        out["serverless"] = tuple(serverless_updates)
+    return out
 
 
 def update_endpoint_input(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -276,6 +310,9 @@ def _variant(v: ProductionVariant) -> JSON:
         "InitialVariantWeight": v.initial_variant_weight,
         "RoutingConfig": {"RoutingStrategy": v.routing_strategy.value},
     }
+    if v.serverless is not None:  # no instances: ServerlessConfig instead of InitialInstanceCount
+        del out["InitialInstanceCount"]
+        out["ServerlessConfig"] = _serverless(v.serverless)
     if v.instance_type:
         out["InstanceType"] = v.instance_type
     if v.startup_health_check_timeout_s is not None:
@@ -335,6 +372,17 @@ def describe_endpoint(e: Endpoint) -> JSON:
     return out
 
 
+def _deployed_images(v: VariantSummary) -> list[JSON]:
+    return [
+        {
+            "SpecifiedImage": d.specified_image,
+            "ResolvedImage": d.resolved_image,
+            "ResolutionTime": _ts(d.resolution_time),
+        }
+        for d in v.deployed_images
+    ]
+
+
 def _variant_statuses(v: VariantSummary) -> JSON:
     if not v.statuses:
         return {}
@@ -347,6 +395,16 @@ def _variant_statuses(v: VariantSummary) -> JSON:
 
 
 def _variant_summary(v: VariantSummary) -> JSON:
+    if v.serverless is not None:  # [U] no instance counts: its containers come and go on demand
+        return {
+            "VariantName": v.variant_name,
+            "DeployedImages": _deployed_images(v),
+            "CurrentWeight": v.current_weight,
+            "DesiredWeight": v.desired_weight,
+            "CurrentServerlessConfig": _serverless(v.serverless),
+            "DesiredServerlessConfig": _serverless(v.serverless),
+            **_variant_statuses(v),
+        }
     return {
         "VariantName": v.variant_name,
         "DeployedImages": [

@@ -94,3 +94,10 @@ def test_invoke_takes_a_target_model() -> None:
 def test_serve_takes_a_model_load_window() -> None:
     assert build_parser().parse_args(["serve"]).model_load_window == 60.0
     assert build_parser().parse_args(["serve", "--model-load-window", "2.5"]).model_load_window == 2.5
+
+
+def test_serve_takes_a_serverless_idle_time() -> None:
+    assert build_parser().parse_args(["serve"]).serverless_idle == 300.0
+    assert build_parser().parse_args(["serve", "--serverless-idle", "7.5"]).serverless_idle == 7.5
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--serverless-idle", "0"])

@@ -51,7 +51,10 @@ def test_a_deliberate_violation_breaks_them(tmp_path: Path) -> None:
     assert "emulator.model.violation -> emulator.hosting.endpoints.service" in done.stdout
 
 
-ROOMS = "hosting's rooms: scaling -> endpoints | monitoring -> multi_model | async_inference -> fleet -> executors | state_files BROKEN"
+ROOMS = (
+    "hosting's rooms: scaling -> endpoints | monitoring -> multi_model | async_inference | serverless -> fleet "
+    "-> executors | state_files BROKEN"
+)
 VIOLATIONS = [
     # (module added, its import, the contract it breaks, the import line reported)
     (
@@ -71,6 +74,12 @@ VIOLATIONS = [
         "import emulator.hosting.endpoints.service\n",
         ROOMS,
         "emulator.hosting.multi_model.violation -> emulator.hosting.endpoints.service",
+    ),
+    (
+        "emulator/hosting/serverless/violation.py",
+        "import emulator.hosting.endpoints.service\n",
+        ROOMS,
+        "emulator.hosting.serverless.violation -> emulator.hosting.endpoints.service",
     ),
     (
         "emulator/hosting/monitoring/violation.py",

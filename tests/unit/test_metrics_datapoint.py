@@ -201,7 +201,12 @@ PUBLISHED = (
     "AWS/SageMaker/InvocationModelErrors, AWS/SageMaker/Invocations, "
     "AWS/SageMaker/InvocationsPerInstance, AWS/SageMaker/ModelCacheHit, AWS/SageMaker/ModelDownloadingTime, "
     "AWS/SageMaker/ModelLatency, AWS/SageMaker/ModelLoadingTime, AWS/SageMaker/ModelLoadingWaitTime, "
-    "AWS/SageMaker/ModelUnloadingTime, AWS/SageMaker/OverheadLatency"
+    "AWS/SageMaker/ModelSetupTime, AWS/SageMaker/ModelUnloadingTime, AWS/SageMaker/OverheadLatency, "
+    "AWS/SageMaker/ServerlessConcurrentExecutionsUtilization, "
+    "AWS/SageMaker/ServerlessProvisionedConcurrencyExecutions, "
+    "AWS/SageMaker/ServerlessProvisionedConcurrencyInvocations, "
+    "AWS/SageMaker/ServerlessProvisionedConcurrencySpilloverInvocations, "
+    "AWS/SageMaker/ServerlessProvisionedConcurrencyUtilization"
 )
 ASYNC = (
     "ApproximateAgeOfOldestRequest ApproximateBacklogSize ApproximateBacklogSizePerInstance "

@@ -290,3 +290,23 @@ def test_round_trip_multi_container_model_and_old_files_still_load(tmp_path: Pat
     assert all("containers" not in m for m in raw["models"][:-1])
     assert raw["models"][-1]["inference_mode"] == "Direct"
     assert got.models[0].containers == () and got.models[0].inference_mode is None
+
+
+def test_round_trip_a_serverless_config_and_old_files_still_load(tmp_path: Path) -> None:
+    from emulator.model.resources import ServerlessConfig
+
+    path = tmp_path / "state.json"
+    serverless = ServerlessConfig(memory_size_mb=2048, max_concurrency=5, provisioned_concurrency=2)
+    config = EndpointConfig(
+        name="Serverless",
+        arn=ACCOUNT.endpoint_config_arn("Serverless"),
+        production_variants=(ProductionVariant("AllTraffic", "WithData", 1, serverless=serverless),),
+        creation_time=T0,
+    )
+    save(path, Snapshot(endpoint_configs=[config]))
+    assert load(path).endpoint_configs == [config]
+    document = json.loads(path.read_text())
+    for variant in document["endpoint_configs"][0]["production_variants"]:
+        del variant["serverless"]  # a file written before serverless endpoints
+    path.write_text(json.dumps(document))
+    assert load(path).endpoint_configs[0].production_variants[0].serverless is None

@@ -333,10 +333,37 @@ def test_production_variant_explicit_values() -> None:
     assert v.routing_strategy is RoutingStrategy.RANDOM
 
 
-@pytest.mark.parametrize("feature", ["ServerlessConfig", "ManagedInstanceScaling", "InstancePools"])
+@pytest.mark.parametrize("feature", ["ManagedInstanceScaling", "InstancePools"])
 def test_unsupported_variant_features(feature: str) -> None:
     msg = unsupported(s.production_variant, {"VariantName": "v", "ModelName": "m", feature: {}})
     assert feature in msg
+
+
+def test_a_serverless_variant_has_no_instances_and_is_described_with_its_config() -> None:
+    v = s.production_variant(
+        {
+            "VariantName": "v",
+            "ModelName": "m",
+            "ServerlessConfig": {"MemorySizeInMB": 3072, "MaxConcurrency": 4, "ProvisionedConcurrency": 2},
+        }
+    )
+    assert v.serverless is not None and v.serverless.memory_size_mb == 3072
+    assert v.initial_instance_count == 1  # the warm container ProvisionedConcurrency keeps
+    described = s._variant(v)
+    assert "InitialInstanceCount" not in described
+    assert described["ServerlessConfig"] == {
+        "MemorySizeInMB": 3072,
+        "MaxConcurrency": 4,
+        "ProvisionedConcurrency": 2,
+    }
+    cold = s.production_variant(
+        {
+            "VariantName": "v",
+            "ModelName": "m",
+            "ServerlessConfig": {"MemorySizeInMB": 1024, "MaxConcurrency": 1},
+        }
+    )
+    assert cold.initial_instance_count == 0
 
 
 def test_variant_without_model_name_unsupported() -> None:

@@ -24,6 +24,7 @@ from emulator.hosting.fleet.invoker import FaultContext, Invoker
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.multi_model.host import MultiModelHost
+from emulator.hosting.serverless.capacity import ServerlessHost
 from emulator.model.arns import Account
 from emulator.model.resources import (
     Endpoint,
@@ -52,6 +53,7 @@ class ServiceBase:
     invoker: Invoker
     multi_model: MultiModelHost
     async_inference: AsyncInferenceHost
+    serverless: ServerlessHost
     health_check_interval_s: float
     #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
     deletion_listeners: list[Callable[[str], None]]

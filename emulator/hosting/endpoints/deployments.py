@@ -50,6 +50,11 @@ class Deployments(ServiceBase):
             if config.labels.get(MULTI_MODELS_LABEL) != "true":
                 raise DeploymentFailed(messages.missing_multi_models_label(container.image))
             return VariantPlan(endpoint_name, variant, model, image, None)
+        if variant.serverless is not None:  # the 10 GB image limit (spec §7), before any download
+            size = (await self.executors.engine(self.runtime.inspect_image, image.image_id)).size_bytes
+            limit = self.config.serverless_image_limit_bytes
+            if size > limit:
+                raise DeploymentFailed(messages.serverless_image_too_large(container.image, size, limit))
         model_dir = await self._model_dir(endpoint_name, variant, container)
         return VariantPlan(endpoint_name, variant, model, image, model_dir)
 

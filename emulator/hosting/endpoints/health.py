@@ -167,6 +167,14 @@ class InstanceHealth(ServiceBase):
         suspects = self._suspects.get(name, [])
         if instance in suspects:
             suspects.remove(instance)
+        serverless = variant.variant.serverless
+        if serverless is not None and not serverless.provisioned_concurrency:
+            # capacity on demand (hosting/serverless/): the next request starts a new container
+            self.deployer.platform_log(
+                name, f"{variant.variant.variant_name}/{instance.instance_id} {why}; stopped"
+            )
+            self._stop_in_background(name, instance)
+            return
         self.deployer.platform_log(
             name, f"{variant.variant.variant_name}/{instance.instance_id} {why}; replacing it"
         )

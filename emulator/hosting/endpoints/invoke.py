@@ -21,7 +21,13 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from emulator.errors import EndpointNotFound, ModelFault, ModelUnreachable, ValidationFailed
+from emulator.errors import (
+    EndpointNotFound,
+    ModelFault,
+    ModelResponseTooLarge,
+    ModelUnreachable,
+    ValidationFailed,
+)
 from emulator.hosting.async_inference.queue import AsyncRequest
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet import pipeline
@@ -29,7 +35,7 @@ from emulator.hosting.fleet.invoker import ContainerReply
 from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_stream
 from emulator.hosting.fleet.variants import Instance, VariantFleet
 from emulator.hosting.multi_model.host import TARGET_MODEL_HEADER
-from emulator.model import messages
+from emulator.model import messages, serverless
 
 _T = TypeVar("_T")
 
@@ -66,11 +72,14 @@ class Invocations(ServiceBase):
         target_variant: str | None,
         target_container: str | None = None,
         target_model: str | None = None,
+        request_id: str = "",
     ) -> Invocation:
         variant = self._variant(endpoint_name, target_variant, target_container)
         _check_target_model(endpoint_name, variant, target_model)
         try:
-            if target_model is not None:
+            if variant.variant.serverless is not None:
+                reply = await self._call_serverless(endpoint_name, variant, body, headers, request_id)
+            elif target_model is not None:
                 reply = await self._call_model(endpoint_name, variant, body, headers, target_model)
             else:
                 reply = await self._call(endpoint_name, variant, body, headers, target_container)
@@ -106,6 +115,37 @@ class Invocations(ServiceBase):
         if not self.async_inference.is_async(endpoint_name):
             raise ValidationFailed(messages.endpoint_not_async(endpoint_name))
         return self.async_inference.submit(endpoint_name, input_location, **options)
+
+    async def _call_serverless(
+        self,
+        endpoint_name: str,
+        variant: VariantFleet,
+        body: bytes,
+        headers: CIMultiDict[str],
+        request_id: str,
+    ) -> ContainerReply:
+        """A serverless variant's call: the 4 MB limits both ways, then the container call admitted
+        by hosting/serverless (MaxConcurrency, a cold start when no container is warm); a broken
+        connection from a container killed over its memory limit says so."""
+        if len(body) > serverless.MAX_PAYLOAD_BYTES:
+            raise ValidationFailed(messages.serverless_oversize(request_id))
+        context = self._fault_contexts[endpoint_name]
+
+        def wanted() -> bool:
+            fleet = self._fleets.get(endpoint_name)
+            return fleet is not None and variant in fleet.variants.values()
+
+        async with self.serverless.admitted(endpoint_name, variant, context, wanted) as capacity:
+            try:
+                reply = await self._call(endpoint_name, variant, body, headers)
+            except ModelFault as fault:
+                raise await self.serverless.explain(capacity, context, fault) from None
+        if len(reply.body) > serverless.MAX_PAYLOAD_BYTES:
+            too_large = messages.response_too_large(serverless.MAX_PAYLOAD_BYTES)
+            over = context.fault(ModelResponseTooLarge, 0, too_large)
+            over.model_latency_s = reply.elapsed_s
+            raise over
+        return reply
 
     async def _call(
         self,
@@ -183,6 +223,8 @@ class Invocations(ServiceBase):
         variant = self._variant(endpoint_name, target_variant, target_container)
         if variant.plan is not None and variant.plan.model.multi_model:
             raise ValidationFailed(messages.streaming_multi_model(endpoint_name))
+        if variant.variant.serverless is not None:
+            raise ValidationFailed(messages.serverless_streaming(endpoint_name))
         context = self._fault_contexts[endpoint_name]
         limits = StreamLimits.of(self.config.limits)
 

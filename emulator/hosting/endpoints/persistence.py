@@ -24,6 +24,7 @@ from emulator.model.resources import (
     ModelDataSource,
     ProductionVariant,
     RoutingStrategy,
+    ServerlessConfig,
 )
 
 FORMAT_VERSION = 1
@@ -131,6 +132,7 @@ def _variant_to_json(v: ProductionVariant) -> dict[str, Any]:
         "model_data_download_timeout_s": v.model_data_download_timeout_s,
         "routing_strategy": v.routing_strategy.value,
         "volume_size_gb": v.volume_size_gb,
+        "serverless": None if v.serverless is None else dataclasses.asdict(v.serverless),
     }
 
 
@@ -148,7 +150,13 @@ def _config_to_json(c: EndpointConfig) -> dict[str, Any]:
 
 def _config_from_json(d: dict[str, Any]) -> EndpointConfig:
     variants = tuple(
-        ProductionVariant(**{**v, "routing_strategy": RoutingStrategy(v["routing_strategy"])})
+        ProductionVariant(
+            **{
+                **v,
+                "routing_strategy": RoutingStrategy(v["routing_strategy"]),
+                "serverless": ServerlessConfig(**v["serverless"]) if v.get("serverless") else None,
+            }
+        )
         for v in d["production_variants"]
     )
     return EndpointConfig(

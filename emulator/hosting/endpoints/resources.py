@@ -17,7 +17,7 @@ from emulator.errors import (
 )
 from emulator.hosting.endpoints.deployments import Deployments
 from emulator.model import deployment as dp
-from emulator.model import messages
+from emulator.model import messages, serverless
 from emulator.model.deployment import DeploymentConfig
 from emulator.model.resources import (
     AsyncInference,
@@ -129,6 +129,7 @@ class Resources(Deployments):
                 and (model.multi_model or model.multi_container)
             ):
                 raise ValidationFailed(messages.async_model_not_supported(variant.model_name))
+        serverless.check_endpoint_config(variants, self.models.get, async_inference)
         endpoint_config = EndpointConfig(
             name, arn, variants, self._clock(), kms_key_id, tags, async_inference
         )

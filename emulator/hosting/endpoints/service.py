@@ -37,6 +37,7 @@ from emulator.hosting.fleet.deployer import Deployer
 from emulator.hosting.fleet.invoker import FaultContext, Invoker
 from emulator.hosting.fleet.variants import EndpointFleet, Instance
 from emulator.hosting.multi_model.host import MultiModelHost
+from emulator.hosting.serverless.capacity import ServerlessHost
 from emulator.model.arns import Account
 from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model
 from emulator.model.store import Registry
@@ -96,6 +97,8 @@ class HostingService(
         self.deployer = Deployer(config, runtime, lambda: self.ping_session, self.executors)
         #: multi-model instances' models (downloaded and loaded on demand)
         self.multi_model = MultiModelHost(config, artifacts, self.executors, lambda: self.invoker.session)
+        #: serverless variants' capacity on demand (cold starts, MaxConcurrency, idle stop)
+        self.serverless = ServerlessHost(config, self.deployer)
         #: asynchronous endpoints' queues and workers (InvokeEndpointAsync)
         self.async_inference = AsyncInferenceHost(
             config, self.account, self.executors, s3_client_factory, sns_client_factory
@@ -148,6 +151,7 @@ class HostingService(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, *finishing, return_exceptions=True)
+        await self.serverless.close()  # before the sweep: a cold start stops what it started
         if stop_containers:
             await asyncio.gather(*list(self._stopping), return_exceptions=True)
             instances = [i for fleet in self._fleets.values() for i in fleet.all_instances()]

@@ -15,12 +15,14 @@ from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model import deployment as dp
 from emulator.model import messages
+from emulator.model import serverless as serverless_rules
 from emulator.model.deployment import DeploymentConfig
 from emulator.model.resources import (
     Endpoint,
     EndpointConfig,
     EndpointStatus,
     ProductionVariant,
+    ServerlessConfig,
     VariantStatus,
 )
 
@@ -35,16 +37,23 @@ class FleetUpdates(ServiceBase):
         return endpoint, fleet
 
     def update_endpoint_weights_and_capacities(
-        self, name: str, desired: tuple[tuple[str, float | None, int | None], ...]
+        self,
+        name: str,
+        desired: tuple[tuple[str, float | None, int | None], ...],
+        serverless: tuple[tuple[str, int | None, int | None], ...] = (),
     ) -> Endpoint:
-        """Weights apply to routing at once; capacity changes run as a task (Updating -> InService)."""
+        """Weights apply to routing at once; capacity changes run as a task (Updating -> InService).
+        `serverless`: (variant, MaxConcurrency, ProvisionedConcurrency) of ServerlessUpdateConfigs."""
         endpoint, fleet = self._serving(name)
         # an asynchronous endpoint may scale to zero (its requests wait in the queue); [U] smlocal
         # keeps at least one instance of any other
         minimum = 0 if self.async_inference.is_async(endpoint.name) else 1
+        updated_configs = self._serverless_updates(endpoint, fleet, serverless)
         for variant_name, _, count in desired:
             if variant_name not in fleet.variants:
                 raise ValidationFailed(messages.unknown_variant_update(variant_name, endpoint.name))
+            if count is not None and fleet.variants[variant_name].variant.serverless is not None:
+                raise ValidationFailed(messages.serverless_instance_count(variant_name))
             if count is not None and count < minimum:
                 raise ValidationFailed(
                     f"DesiredInstanceCount of variant {variant_name} must be at least 1 in smlocal."
@@ -65,6 +74,7 @@ class FleetUpdates(ServiceBase):
                 old_weight if weight is None else weight,
                 old_count if count is None else count,
             )
+        self._apply_serverless(endpoint.name, fleet, updated_configs)
         self._quiesce(endpoint.name)
         updated = self._set_status(
             endpoint.name,
@@ -73,6 +83,60 @@ class FleetUpdates(ServiceBase):
         )
         self._spawn(endpoint.name, self._apply_capacities(endpoint.name, fleet, previous))
         return updated
+
+    def _serverless_updates(
+        self,
+        endpoint: Endpoint,
+        fleet: EndpointFleet,
+        updates: tuple[tuple[str, int | None, int | None], ...],
+    ) -> dict[str, ServerlessConfig]:
+        """Each ServerlessUpdateConfig as the variant's new ServerlessConfig, checked (nothing is
+        changed before every one passes)."""
+        configs: dict[str, ServerlessConfig] = {}
+        for variant_name, max_concurrency, provisioned in updates:
+            variant = fleet.variants.get(variant_name)
+            if variant is None:
+                raise ValidationFailed(messages.unknown_variant_update(variant_name, endpoint.name))
+            current = variant.variant.serverless
+            if current is None:
+                raise ValidationFailed(messages.serverless_update_not_serverless(variant_name))
+            new = dataclasses.replace(
+                current,
+                max_concurrency=current.max_concurrency if max_concurrency is None else max_concurrency,
+                provisioned_concurrency=current.provisioned_concurrency
+                if provisioned is None
+                else provisioned,
+            )
+            serverless_rules.check_config(variant_name, new)
+            configs[variant_name] = new
+        return configs
+
+    def _apply_serverless(
+        self, name: str, fleet: EndpointFleet, configs: dict[str, ServerlessConfig]
+    ) -> None:
+        """The variants serve with their new ServerlessConfig at once (a new ProvisionedConcurrency's
+        container is started by the capacity task, _scale); the deployed copy of the endpoint config
+        has them too, so that a restart keeps them (DescribeEndpointConfig keeps the config's own)."""
+        if not configs:
+            return
+        for variant_name, config in configs.items():
+            variant = fleet.variants[variant_name]
+            variant.variant = dataclasses.replace(
+                variant.variant,
+                serverless=config,
+                initial_instance_count=serverless_rules.warm_containers(config),
+            )
+            self.serverless.reconfigure(variant)
+        deployed = self._deployed.get(name.lower())
+        if deployed is not None:
+            variants = tuple(
+                fleet.variants[v.variant_name].variant if v.variant_name in configs else v
+                for v in deployed.endpoint_config.production_variants
+            )
+            self._deployed[name.lower()] = dataclasses.replace(
+                deployed,
+                endpoint_config=dataclasses.replace(deployed.endpoint_config, production_variants=variants),
+            )
 
     async def _apply_capacities(
         self, name: str, fleet: EndpointFleet, previous: dict[str, tuple[int | None, int | None]]
@@ -115,6 +179,11 @@ class FleetUpdates(ServiceBase):
         self._watch(name)
 
     async def _scale(self, name: str, variant: VariantFleet) -> None:
+        if variant.variant.serverless is not None:  # capacity on demand: hosting/serverless/
+            if variant.variant.serverless.provisioned_concurrency and not variant.instances:
+                assert variant.plan is not None  # a new ProvisionedConcurrency: its warm container
+                variant.add(await self.deployer.start_healthy(variant.plan, 1))
+            return
         target = variant.desired_count
         if target is None:
             target = variant.variant.initial_instance_count

@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -25,6 +26,7 @@ from emulator.hosting.fleet import logs, multi_container
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.startup import InstanceStartup
 from emulator.hosting.fleet.variants import Instance, InstanceContainer, VariantFleet, new_instance_id
+from emulator.model import serverless
 from emulator.model.resources import DeployedImage, ProductionVariant
 from emulator.model.routing import InstancePicker
 from emulator.runtime import labels
@@ -95,6 +97,7 @@ class Deployer:
             container_port=port,
             gpus=self._wants_gpu(plan.variant),
             network_isolation=plan.model.enable_network_isolation,
+            **_serverless_limits(plan.variant),
         )
 
     def models_dir(self, plan: VariantPlan, instance_id: str, create: bool = False) -> Path | None:
@@ -360,6 +363,14 @@ class Deployer:
 
     def owned_containers(self) -> list[ContainerHandle]:
         return self._runtime.list({labels.MANAGED: "true", labels.OWNER: self._owner})
+
+
+def _serverless_limits(variant: ProductionVariant) -> dict[str, Any]:
+    """A serverless container's memory limit (MemorySizeInMB) and the CPU share it buys."""
+    if variant.serverless is None:
+        return {}
+    mb = variant.serverless.memory_size_mb
+    return {"memory_limit_bytes": mb * 2**20, "cpus": serverless.vcpus(mb)}
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:

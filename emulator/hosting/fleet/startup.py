@@ -50,6 +50,8 @@ class InstanceStartup:
         deadline = float(
             variant.startup_health_check_timeout_s or self._deployer.config.limits.startup_timeout_s
         )
+        if variant.serverless is not None:  # model download and first ping within 3 minutes (§7)
+            deadline = self._deployer.config.limits.serverless_startup_timeout_s
         policy = PingPolicy(
             deadline, self._deployer.config.limits.ping_timeout_s, self._deployer.config.ping_interval_s
         )

@@ -101,6 +101,7 @@ class VariantFleet:
             deployed_images=(self.deployed_image, *self.more_images),
             statuses=self.statuses,
             instance_type=self.variant.instance_type,
+            serverless=self.variant.serverless,
         )
 
     def add(self, instances: Sequence[Instance]) -> None:

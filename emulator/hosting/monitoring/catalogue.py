@@ -195,6 +195,40 @@ METRICS: tuple[MetricInfo, ...] = (
         "sagemaker_async_total_processing_time_ms",
         "summary",
     ),
+    # serverless endpoints (spec §7): each cold start's time; each request's concurrent executions
+    # over MaxConcurrency (0-1), recorded when it is admitted
+    MetricInfo(
+        "ModelSetupTime",
+        INVOCATION_NAMESPACE,
+        "Microseconds",
+        "sagemaker_model_setup_time_microseconds",
+        "summary",
+    ),
+    MetricInfo(
+        "ServerlessConcurrentExecutionsUtilization",
+        INVOCATION_NAMESPACE,
+        "None",
+        "sagemaker_serverless_concurrent_executions_utilization",
+        "summary",
+    ),
+    # with ProvisionedConcurrency, per admitted request: the executions the provisioned capacity
+    # serves, over ProvisionedConcurrency, and whether the request was one of them (1) or spilled
+    # over it (docs/serverless.md)
+    *(
+        MetricInfo(
+            f"ServerlessProvisionedConcurrency{suffix}",
+            INVOCATION_NAMESPACE,
+            "None",
+            f"sagemaker_serverless_provisioned_concurrency_{family}",
+            "summary",
+        )
+        for suffix, family in (
+            ("Executions", "executions"),
+            ("Utilization", "utilization"),
+            ("Invocations", "invocations"),
+            ("SpilloverInvocations", "spillover_invocations"),
+        )
+    ),
 )
 #: The catalogue by metric name.
 METRICS_BY_NAME = {m.name: m for m in METRICS}
@@ -232,6 +266,13 @@ MULTI_MODEL_METRICS: dict[str, str] = {
     "ModelLoadingTime": "model_loading",
     "ModelCacheHit": "cache_hit",
     "LoadedModelCount": "loaded_models",
+    # serverless endpoints' metrics, recorded the same way (one value per cold start or request)
+    "ModelSetupTime": "model_setup",
+    "ServerlessConcurrentExecutionsUtilization": "serverless_concurrency",
+    "ServerlessProvisionedConcurrencyExecutions": "provisioned_executions",
+    "ServerlessProvisionedConcurrencyUtilization": "provisioned_utilization",
+    "ServerlessProvisionedConcurrencyInvocations": "provisioned_invocations",
+    "ServerlessProvisionedConcurrencySpilloverInvocations": "spillover_invocations",
 }
 
 #: An asynchronous endpoint's queue metrics: per endpoint, dimension EndpointName only.

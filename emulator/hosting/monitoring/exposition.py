@@ -119,7 +119,9 @@ def prometheus(series: Iterable[VariantSeries], containers: Iterable[VariantSeri
                 mme_rows.append((s, "_sum", s.sampled_sums[name]))
                 mme_rows.append((s, "_count", s.sampled_counts[name]))
         family(
-            info, f"SageMaker {name} (multi-model endpoints): sum and count of the values recorded.", mme_rows
+            info,
+            f"SageMaker {name} (multi-model and serverless endpoints): sum and count of the values recorded.",
+            mme_rows,
         )
     ttfb = [(s, suffix, v) for s in all_series if s.first_byte_count for suffix, v in _ttfb(s)]
     out.append(

@@ -65,6 +65,12 @@ class Period:
         "model_loading",
         "cache_hit",
         "loaded_models",
+        "model_setup",
+        "serverless_concurrency",
+        "provisioned_executions",
+        "provisioned_utilization",
+        "provisioned_invocations",
+        "spillover_invocations",
         "first_byte",
         "sampled",
     )
@@ -90,6 +96,13 @@ class Period:
         self.model_loading = Stat()
         self.cache_hit = Stat()
         self.loaded_models = Stat()
+        # serverless endpoints
+        self.model_setup = Stat()
+        self.serverless_concurrency = Stat()
+        self.provisioned_executions = Stat()
+        self.provisioned_utilization = Stat()
+        self.provisioned_invocations = Stat()
+        self.spillover_invocations = Stat()
         # smlocal's own: response streams' time to first byte (not a CloudWatch metric)
         self.first_byte = Stat()
         #: metrics recorded by name (asynchronous endpoints': catalogue.ASYNC_*_METRICS)

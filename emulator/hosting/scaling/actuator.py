@@ -100,6 +100,8 @@ class Actuator:
         variant = next((v for v in endpoint.production_variants if v.variant_name == ref.variant), None)
         if variant is None:
             raise ValidationFailed(messages.scaling_variant_not_found(ref.variant, ref.endpoint))
+        if variant.serverless is not None:  # no DesiredInstanceCount to scale (docs/serverless.md)
+            raise ValidationFailed(messages.serverless_not_instance_scalable(ref.variant, ref.endpoint))
         if endpoint.status is not EndpointStatus.IN_SERVICE:
             if registering:
                 raise ValidationFailed(messages.endpoint_not_in_service(ref.endpoint, endpoint.status.value))

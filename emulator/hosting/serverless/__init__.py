@@ -1,0 +1,1 @@
+"""Serverless inference: capacity on demand over the fleet (cold starts, MaxConcurrency, idle stop)."""
