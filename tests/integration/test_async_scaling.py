@@ -160,7 +160,7 @@ def test_a_real_time_variant_still_keeps_one_instance(scaled: Smlocal) -> None:
 
 
 @pytest.mark.slow
-def test_target_tracking_on_backlog_per_instance_scales_out_and_back_in(
+def test_target_tracking_on_backlog_per_instance_scales_out_and_in_to_zero(
     scaled: Smlocal, bucket: str, s3_client: Any, streamer_image: str
 ) -> None:
     name = "async-tracked"
@@ -171,7 +171,7 @@ def test_target_tracking_on_backlog_per_instance_scales_out_and_back_in(
     )
     rid = resource(name)
     try:
-        aas.register_scalable_target(**variant_target(rid), MinCapacity=1, MaxCapacity=3)
+        aas.register_scalable_target(**variant_target(rid), MinCapacity=0, MaxCapacity=3)
         aas.put_scaling_policy(
             PolicyName="backlog-per-instance",
             **variant_target(rid),
@@ -199,9 +199,10 @@ def test_target_tracking_on_backlog_per_instance_scales_out_and_back_in(
         )
         for answer in answers:
             s3_object(s3_client, answer["OutputLocation"], timeout_s=60)
+        # MinCapacity 0: once the queue is empty the policy scales in down to zero instances
         wait_for(
-            "the scale-in once the queue is empty",
-            lambda: variant_of(scaled, name)["CurrentInstanceCount"] == 1,
+            "the scale-in to zero once the queue is empty",
+            lambda: variant_of(scaled, name)["CurrentInstanceCount"] == 0,
             90,
         )
     finally:

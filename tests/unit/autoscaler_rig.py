@@ -30,6 +30,16 @@ class StubDeployer:
         self.lines.append((name, line))
 
 
+class StubAsync:
+    """HostingService.async_inference as the autoscaler asks it: is the endpoint asynchronous?"""
+
+    def __init__(self) -> None:
+        self.asynchronous = False
+
+    def is_async(self, name: str) -> bool:
+        return self.asynchronous
+
+
 class StubService:
     """What AutoScaler uses of HostingService, for one endpoint with one variant."""
 
@@ -41,6 +51,7 @@ class StubService:
         self.raise_on_update: SmlocalError | None = None
         self.calls: list[tuple[str, tuple[tuple[str, float | None, int | None], ...]]] = []
         self.deployer = StubDeployer()
+        self.async_inference = StubAsync()
         self.deletion_listeners: list = []
         self.update_guards: list = []
         self._done = asyncio.Event()  # set: no update under way

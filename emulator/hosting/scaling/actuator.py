@@ -86,8 +86,11 @@ class Actuator:
         self._act(target.key, ref, capacity, cause, direction, self.config.real_seconds(cooldown))
 
     def _bounded(self, target: sc.ScalableTarget, capacity: int) -> int:
-        # [U] smlocal keeps at least one instance per variant (no scale-to-zero yet)
-        return max(sc.clamp(capacity, target), 1)
+        # an asynchronous endpoint's variant may go to zero (MinCapacity 0: its requests wait in the
+        # queue); [U] smlocal keeps at least one instance of any other
+        ref = sc.parse_resource_id(target.key.resource_id)
+        floor = 0 if ref is not None and self.service.async_inference.is_async(ref.endpoint) else 1
+        return max(sc.clamp(capacity, target), floor)
 
     def capacity(self, ref: sc.VariantRef, registering: bool = False) -> int:
         """The variant's desired instance count; ValidationFailed unless the endpoint is InService."""
