@@ -36,6 +36,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench._harness import HOST, IMAGE, SmlocalProcess, boto_clients, container_url  # noqa: E402
+from tests.fixtures.scaling import scale_from_zero_recipe  # noqa: E402
 
 KEYS = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench", "region_name": "us-east-1"}
 
@@ -123,36 +124,7 @@ def scale_from_zero(s3_url: str, bucket: str) -> float:
         s3 = boto3.client("s3", endpoint_url=s3_url, **KEYS)
         name = "bench-zero"
         _deploy(sm, name, bucket, 4)
-        target = {
-            "ServiceNamespace": "sagemaker",
-            "ResourceId": f"endpoint/{name}/variant/AllTraffic",
-            "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
-        }
-        aas.register_scalable_target(**target, MinCapacity=0, MaxCapacity=1)
-        policy = aas.put_scaling_policy(
-            PolicyName="from-zero",
-            **target,
-            PolicyType="StepScaling",
-            StepScalingPolicyConfiguration={
-                "AdjustmentType": "ChangeInCapacity",
-                "MetricAggregationType": "Average",
-                "Cooldown": 300,
-                "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}],
-            },
-        )["PolicyARN"]
-        cw.put_metric_alarm(
-            AlarmName="backlog-without-capacity",
-            Namespace="AWS/SageMaker",
-            MetricName="HasBacklogWithoutCapacity",
-            Dimensions=[{"Name": "EndpointName", "Value": name}],
-            Statistic="Average",
-            Period=60,
-            EvaluationPeriods=2,
-            DatapointsToAlarm=2,
-            Threshold=1,
-            ComparisonOperator="GreaterThanOrEqualToThreshold",
-            AlarmActions=[policy],
-        )
+        scale_from_zero_recipe(aas, cw, name, max_capacity=1)
         sm.update_endpoint_weights_and_capacities(
             EndpointName=name,
             DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": 0}],

@@ -14,7 +14,14 @@ import boto3
 import pytest
 
 from tests.fixtures.s3server import make_s3_client
-from tests.fixtures.scaling import TIME_SCALE, resource, variant_of, variant_target, wait_for
+from tests.fixtures.scaling import (
+    TIME_SCALE,
+    resource,
+    scale_from_zero_recipe,
+    variant_of,
+    variant_target,
+    wait_for,
+)
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, start_smlocal
 from tests.fixtures.streaming import stream_script
 from tests.integration.test_async_inference import deploy_async, put_input, s3_object
@@ -72,33 +79,9 @@ def test_scale_to_zero_and_back_on_the_documented_recipe(
     aas, cw = _clients(scaled)
     assert deploy_async(scaled, name, bucket)["EndpointStatus"] == "InService"
     rid = resource(name)
+    alarm = f"{name}-backlog-without-capacity"
     try:
-        aas.register_scalable_target(**variant_target(rid), MinCapacity=0, MaxCapacity=2)
-        policy = aas.put_scaling_policy(
-            PolicyName="HasBacklogWithoutCapacity-ScalingPolicy",
-            **variant_target(rid),
-            PolicyType="StepScaling",
-            StepScalingPolicyConfiguration={
-                "AdjustmentType": "ChangeInCapacity",
-                "MetricAggregationType": "Average",
-                "Cooldown": 300,
-                "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}],
-            },
-        )["PolicyARN"]
-        cw.put_metric_alarm(
-            AlarmName=f"{name}-backlog-without-capacity",
-            Namespace="AWS/SageMaker",
-            MetricName="HasBacklogWithoutCapacity",
-            Dimensions=[{"Name": "EndpointName", "Value": name}],
-            Statistic="Average",
-            Period=60,
-            EvaluationPeriods=2,
-            DatapointsToAlarm=2,
-            Threshold=1,
-            ComparisonOperator="GreaterThanOrEqualToThreshold",
-            TreatMissingData="missing",
-            AlarmActions=[policy],
-        )
+        assert scale_from_zero_recipe(aas, cw, name) == alarm
         # to zero (what a scale-in would do): the requests then wait in the queue
         scaled.sm.update_endpoint_weights_and_capacities(
             EndpointName=name,
@@ -142,7 +125,7 @@ def test_scale_to_zero_and_back_on_the_documented_recipe(
         } <= listed
         assert not listed & {"Invocations", "InvocationsPerInstance", "OverheadLatency"}
     finally:
-        cw.delete_alarms(AlarmNames=[f"{name}-backlog-without-capacity"])
+        cw.delete_alarms(AlarmNames=[alarm])
         scaled.cleanup(name)
 
 
