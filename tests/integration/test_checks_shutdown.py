@@ -6,6 +6,7 @@ The tests run with FAST_LIMITS (grace 3 s): a container that ignores SIGTERM cos
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,14 @@ def no_containers_left(docker_engine: docker.DockerClient) -> Callable[[], None]
     return check
 
 
+def assert_still_running_after_the_grace(message: str) -> None:
+    """The message names the seconds the container was seen running after SIGTERM: the grace period
+    and the engine's round trips (tenths of a second more on a loaded machine), never less."""
+    found = re.search(r"still running (\d+\.\d) s after SIGTERM", message)
+    assert found is not None, message
+    assert GRACE <= float(found.group(1)) < GRACE + 1.0, message
+
+
 class TestIdle:
     CHECK = "shutdown.idle"
 
@@ -56,7 +65,7 @@ class TestIdle:
     ) -> None:
         result = run_one(self.CHECK, twin_image(self.CHECK))
         message = _outcome(result, self.CHECK, Outcome.FAILED)
-        assert f"still running {GRACE:.1f} s after SIGTERM" in message
+        assert_still_running_after_the_grace(message)
         assert f"SIGKILL it after {GRACE:g} s" in message
         assert "a first SIGTERM, right after the first /ping 200, was ignored too" in message
         assert (
@@ -78,7 +87,7 @@ class TestIdle:
     def test_shell_pid1_not_forwarding_fails(self, run_one: RunOne, twin_image: TwinImage) -> None:
         result = run_one(self.CHECK, twin_image("shutdown.idle.shell-pid1"))
         message = _outcome(result, self.CHECK, Outcome.FAILED)
-        assert f"still running {GRACE:.1f} s after SIGTERM" in message
+        assert_still_running_after_the_grace(message)
         assert (
             "PID 1 (`/bin/sh /opt/program/serve serve`) is a shell: it got SIGTERM and did not pass it on, "
             "so the server (`python3 -u /opt/program/server.py serve`), its child, never saw it and still runs."
@@ -97,7 +106,7 @@ class TestIdle:
     def test_server_exits_but_pid1_lingers_fails(self, run_one: RunOne, twin_image: TwinImage) -> None:
         result = run_one(self.CHECK, twin_image("shutdown.idle.pid1-lingers"))
         message = _outcome(result, self.CHECK, Outcome.FAILED)
-        assert f"still running {GRACE:.1f} s after SIGTERM" in message
+        assert_still_running_after_the_grace(message)
         assert (
             "The server (`python3 -u /opt/program/server.py serve`) exited after SIGTERM, but PID 1 "
             "(`/bin/sh /opt/program/serve serve`), waiting on `tail -f /dev/null`, kept running: the "
@@ -229,7 +238,7 @@ class TestOneRun:
             ("shutdown.in-flight", Outcome.FAILED),
         ]
         message = results[2].message
-        assert f"still running {GRACE:.1f} s after SIGTERM" in message
+        assert_still_running_after_the_grace(message)
         assert "a SIGTERM this soon after the first /ping 200 is ignored: see shutdown.early" in message
 
 
@@ -272,7 +281,7 @@ class TestInFlight:
         result = run_one(self.CHECK, twin_image("shutdown.idle"))
         message = _outcome(result, self.CHECK, Outcome.FAILED)
         assert "was answered (HTTP 200" in message
-        assert f"still running {GRACE:.1f} s after SIGTERM" in message
+        assert_still_running_after_the_grace(message)
         assert result.evidence["exit_code"] is None
 
     def test_a_larger_payload_is_held_and_answered(self, run_one: RunOne, echo_image: str) -> None:

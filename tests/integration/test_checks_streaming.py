@@ -121,7 +121,12 @@ def test_buffering_with_content_length_fails_incremental(
 def test_chunks_written_all_at_once_fail_incremental(streamer_twin_image: TwinImage, tmp_path: Path) -> None:
     twin = streamer_twin_image("streaming.incremental")
     results = run_streaming(twin, tmp_path, environment={"BUFFER": "chunked"})
-    assert outcomes(results) == [Outcome.FAILED, Outcome.PASSED, Outcome.PASSED]
+    assert outcomes(results)[:2] == [Outcome.FAILED, Outcome.PASSED]
+    # disconnect: passed, or skipped when the burst came in the first read (nothing to leave mid-way)
+    disconnect = results["streaming.disconnect"]
+    assert disconnect.outcome is Outcome.PASSED or (
+        disconnect.outcome is Outcome.SKIPPED and "first read" in disconnect.message
+    ), disconnect.message
     text = results["streaming.incremental"].message
     # All 8 writes come within a millisecond, ~700 ms after the request: one burst (a loaded machine
     # may split it; the first byte then still comes at the very end, which the other half of the rule fails)

@@ -242,12 +242,15 @@ def test_inference_component_header_is_refused(smlocal: Smlocal, echo: str) -> N
     assert message.startswith("Inference Component Name header is not allowed")
 
 
-def test_unimplemented_runtime_operations_are_aws_errors(smlocal: Smlocal, echo: str) -> None:
+def test_invoke_endpoint_async_on_a_real_time_endpoint_is_refused(smlocal: Smlocal, echo: str) -> None:
     with pytest.raises(ClientError) as exc:
         smlocal.rt.invoke_endpoint_async(EndpointName=echo, InputLocation="s3://b/k")
-    code, status, message = error_of(exc)
-    assert (code, status) == ("NotImplemented", 501)
-    assert "InvokeEndpointAsync" in message
+    assert error_of(exc) == (
+        "ValidationError",
+        400,
+        f"Endpoint {echo} is not an asynchronous endpoint: InvokeEndpointAsync needs an endpoint config "
+        "with AsyncInferenceConfig. Call InvokeEndpoint.",
+    )
 
 
 def test_logs_are_kept_per_variant_and_instance(smlocal: Smlocal, echo: str) -> None:
