@@ -114,12 +114,12 @@ async def read_invocation(
     operation's botocore shape, authorized (`--iam-policies`: IAM decides before SageMaker's own
     checks), and SageMaker's refusals of what smlocal does not serve."""
     members = members_of(request, header_members)
-    for name in integer_members.get(id(shape), ()):  # header values are text: as the model types them
-        value = members.get(name)
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            members[name] = int(value)
     members["Body"] = await read_body(request, svc.config.limits.max_request_bytes)
-    validate_input(shape, members)
+    validate_input(shape, members)  # header integers are validated as the text they came as
+    for name in integer_members.get(id(shape), ()):  # ... and typed once they are valid
+        value = members.get(name)
+        if isinstance(value, str):
+            members[name] = int(value)
     if access is not None:
         access.invoke_endpoint(request.headers, request.query, members)
     check_unsupported(members)

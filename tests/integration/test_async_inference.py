@@ -114,7 +114,12 @@ def test_an_async_request_is_answered_202_and_its_output_lands_in_s3(
         }
         location = put_input(s3_client, bucket, "inputs/one.json", b'{"x": 1}')
         answer = env.rt.invoke_endpoint_async(
-            EndpointName=name, InputLocation=location, ContentType="application/json", InferenceId="first-1"
+            EndpointName=name,
+            InputLocation=location,
+            ContentType="application/json",
+            InferenceId="first-1",
+            RequestTTLSeconds=600,  # header integers reach the queue as numbers
+            InvocationTimeoutSeconds=30,
         )
         assert answer["ResponseMetadata"]["HTTPStatusCode"] == 202
         assert answer["InferenceId"] == "first-1"
