@@ -112,7 +112,8 @@ def unsupported_scalable_target() -> str:
     return (
         "Unsupported service namespace, resource type or scalable dimension. smlocal scales the "
         "sagemaker namespace's endpoint/{EndpointName}/variant/{VariantName} resources in the "
-        "sagemaker:variant:DesiredInstanceCount dimension."
+        "sagemaker:variant:DesiredInstanceCount dimension (and serverless variants in "
+        "sagemaker:variant:DesiredProvisionedConcurrency)."
     )
 
 
@@ -441,8 +442,8 @@ def serverless_streaming(endpoint: str) -> str:  # [U] smlocal's own limit
 def serverless_not_instance_scalable(variant: str, endpoint: str) -> str:  # [U]
     return (
         f"Variant {variant} of endpoint {endpoint} is serverless: it has no "
-        "sagemaker:variant:DesiredInstanceCount to scale (smlocal does not scale "
-        "sagemaker:variant:DesiredProvisionedConcurrency yet)."
+        "sagemaker:variant:DesiredInstanceCount to scale. Scale its "
+        "sagemaker:variant:DesiredProvisionedConcurrency instead."
     )
 
 
@@ -455,3 +456,21 @@ def serverless_image_too_large(image: str, size: int, limit: int) -> str:  # [U]
 
 def serverless_update_not_serverless(variant: str) -> str:  # [U]
     return f"Variant {variant} is not serverless: ServerlessUpdateConfig applies to serverless variants only."
+
+
+def not_provisioned_scalable(variant: str, endpoint: str) -> str:  # [U]
+    return (
+        f"Variant {variant} of endpoint {endpoint} has no ProvisionedConcurrency: only a serverless variant "
+        "with ProvisionedConcurrency can be scaled in sagemaker:variant:DesiredProvisionedConcurrency."
+    )
+
+
+def provisioned_capacity_range(
+    variant: str, max_concurrency: int, min_capacity: int, max_capacity: int
+) -> str:
+    # [U] ProvisionedConcurrency must stay within 1..MaxConcurrency (spec §7)
+    return (
+        f"MinCapacity ({min_capacity}) and MaxCapacity ({max_capacity}) of a "
+        "sagemaker:variant:DesiredProvisionedConcurrency target must be between 1 and the MaxConcurrency "
+        f"({max_concurrency}) of variant {variant}."
+    )

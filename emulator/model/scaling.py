@@ -16,7 +16,27 @@ from datetime import datetime
 
 SERVICE_NAMESPACE = "sagemaker"
 VARIANT_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+#: A serverless variant's ProvisionedConcurrency (spec §7): 1 at least, MaxConcurrency at most.
+PROVISIONED_CONCURRENCY_DIMENSION = "sagemaker:variant:DesiredProvisionedConcurrency"
 INVOCATIONS_PER_INSTANCE = "SageMakerVariantInvocationsPerInstance"
+PROVISIONED_CONCURRENCY_UTILIZATION = "SageMakerVariantProvisionedConcurrencyUtilization"
+#: The predefined metric types each dimension's target tracking policies may track.
+PREDEFINED_METRICS: dict[str, tuple[str, ...]] = {
+    VARIANT_DIMENSION: (INVOCATIONS_PER_INSTANCE,),
+    PROVISIONED_CONCURRENCY_DIMENSION: (PROVISIONED_CONCURRENCY_UTILIZATION,),
+}
+#: The CloudWatch metric (AWS/SageMaker, EndpointName and VariantName) and statistic a predefined metric
+#: type tracks [U: the statistic of the provisioned-concurrency one].
+PREDEFINED_SOURCES: dict[str, tuple[str, str]] = {
+    INVOCATIONS_PER_INSTANCE: ("InvocationsPerInstance", "Sum"),
+    PROVISIONED_CONCURRENCY_UTILIZATION: ("ServerlessProvisionedConcurrencyUtilization", "Average"),
+}
+
+
+def capacity_noun(dimension: str) -> str:
+    """What a dimension's capacity is called in scaling activities' texts."""
+    return "provisioned concurrency" if dimension == PROVISIONED_CONCURRENCY_DIMENSION else "instance count"
+
 
 #: Target tracking's managed alarms as observed on SageMaker endpoints (spec §9).
 SCALE_OUT_DATAPOINTS = 3  # metric > target for 3 of 3 one-minute datapoints

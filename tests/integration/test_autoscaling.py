@@ -348,7 +348,8 @@ def test_errors_are_aws_shaped(smlocal: Smlocal, aas: Any) -> None:
                     400,
                     "Unsupported service namespace, resource type or scalable dimension. smlocal scales the "
                     "sagemaker namespace's endpoint/{EndpointName}/variant/{VariantName} resources in the "
-                    "sagemaker:variant:DesiredInstanceCount dimension.",
+                    "sagemaker:variant:DesiredInstanceCount dimension (and serverless variants in "
+                    "sagemaker:variant:DesiredProvisionedConcurrency).",
                 ),
             ),
             (

@@ -124,7 +124,7 @@ def test_a_serverless_config_is_described_and_its_endpoint_is_in_service_without
             "ValidationException",
             400,
             f"Variant AllTraffic of endpoint {name} is serverless: it has no sagemaker:variant:DesiredInstanceCount "
-            "to scale (smlocal does not scale sagemaker:variant:DesiredProvisionedConcurrency yet).",
+            "to scale. Scale its sagemaker:variant:DesiredProvisionedConcurrency instead.",
         )
         config = env.sm.describe_endpoint_config(EndpointConfigName=name)["ProductionVariants"][0]
         assert config["ServerlessConfig"] == {"MemorySizeInMB": 2048, "MaxConcurrency": 5}

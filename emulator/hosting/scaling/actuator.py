@@ -19,7 +19,7 @@ from emulator.hosting.scaling.registry import variant_of
 from emulator.hosting.scaling.target_state import TargetState, TargetStates
 from emulator.model import messages
 from emulator.model import scaling as sc
-from emulator.model.resources import EndpointStatus
+from emulator.model.resources import EndpointStatus, VariantSummary
 
 
 class Actuator:
@@ -49,7 +49,7 @@ class Actuator:
             return None  # one scaling activity at a time per target
         ref = variant_of(key)
         try:
-            current = self.capacity(ref)
+            current = self.capacity(key)
         except (ResourceNotFound, ValidationFailed):
             return None  # not InService now (an update or a deletion under way)
         if self.enforce_range(target, ref, current):
@@ -88,12 +88,32 @@ class Actuator:
     def _bounded(self, target: sc.ScalableTarget, capacity: int) -> int:
         # an asynchronous endpoint's variant may go to zero (MinCapacity 0: its requests wait in the
         # queue); [U] smlocal keeps at least one instance of any other
+        # (a ProvisionedConcurrency is 1 at least)
         ref = sc.parse_resource_id(target.key.resource_id)
-        floor = 0 if ref is not None and self.service.async_inference.is_async(ref.endpoint) else 1
+        floor = 1
+        if target.key.dimension == sc.VARIANT_DIMENSION and ref is not None:
+            floor = 0 if self.service.async_inference.is_async(ref.endpoint) else 1
         return max(sc.clamp(capacity, target), floor)
 
-    def capacity(self, ref: sc.VariantRef, registering: bool = False) -> int:
-        """The variant's desired instance count; ValidationFailed unless the endpoint is InService."""
+    def capacity(self, key: sc.TargetKey, registering: bool = False) -> int:
+        """The variant's desired instance count (or, in sagemaker:variant:DesiredProvisionedConcurrency,
+        its ProvisionedConcurrency); ValidationFailed unless the endpoint is InService."""
+        variant = self._variant(variant_of(key), registering, key.dimension)
+        if key.dimension == sc.PROVISIONED_CONCURRENCY_DIMENSION:
+            assert variant.serverless is not None and variant.serverless.provisioned_concurrency is not None
+            return variant.serverless.provisioned_concurrency
+        count = variant.desired_instance_count
+        return variant.current_instance_count if count is None else count
+
+    def max_concurrency(self, key: sc.TargetKey) -> int:
+        """A serverless variant's MaxConcurrency: the most a ProvisionedConcurrency may be."""
+        variant = self._variant(variant_of(key), registering=True, dimension=key.dimension)
+        assert variant.serverless is not None
+        return variant.serverless.max_concurrency
+
+    def _variant(
+        self, ref: sc.VariantRef, registering: bool, dimension: str = sc.VARIANT_DIMENSION
+    ) -> VariantSummary:
         try:
             endpoint = self.service.describe_endpoint(ref.endpoint)
         except ResourceNotFound as exc:
@@ -103,14 +123,16 @@ class Actuator:
         variant = next((v for v in endpoint.production_variants if v.variant_name == ref.variant), None)
         if variant is None:
             raise ValidationFailed(messages.scaling_variant_not_found(ref.variant, ref.endpoint))
-        if variant.serverless is not None:  # no DesiredInstanceCount to scale (docs/serverless.md)
+        if dimension == sc.PROVISIONED_CONCURRENCY_DIMENSION:
+            if variant.serverless is None or variant.serverless.provisioned_concurrency is None:
+                raise ValidationFailed(messages.not_provisioned_scalable(ref.variant, ref.endpoint))
+        elif variant.serverless is not None:  # no DesiredInstanceCount to scale (docs/serverless.md)
             raise ValidationFailed(messages.serverless_not_instance_scalable(ref.variant, ref.endpoint))
         if endpoint.status is not EndpointStatus.IN_SERVICE:
             if registering:
                 raise ValidationFailed(messages.endpoint_not_in_service(ref.endpoint, endpoint.status.value))
             raise ValidationFailed("not InService")
-        count = variant.desired_instance_count
-        return variant.current_instance_count if count is None else count
+        return variant
 
     def enforce_range(self, target: sc.ScalableTarget, ref: sc.VariantRef, current: int) -> bool:
         """After RegisterScalableTarget, a capacity outside [MinCapacity, MaxCapacity] is brought
@@ -146,7 +168,7 @@ class Actuator:
         activity = sc.ScalingActivity(
             activity_id=str(uuid.uuid4()),
             key=key,
-            description=f"Setting desired instance count to {capacity}.",
+            description=f"Setting desired {sc.capacity_noun(key.dimension)} to {capacity}.",
             cause=cause,
             start_time=self._wall(),
             status=sc.ActivityStatus.IN_PROGRESS,
@@ -167,10 +189,17 @@ class Actuator:
     ) -> None:
         state = self.states.of(activity.key)
         failure: str | None = None
+        provisioned = activity.key.dimension == sc.PROVISIONED_CONCURRENCY_DIMENSION
+        noun = sc.capacity_noun(activity.key.dimension)
         try:
-            self.service.update_endpoint_weights_and_capacities(
-                ref.endpoint, ((ref.variant, None, capacity),)
-            )
+            if provisioned:  # ServerlessUpdateConfig.ProvisionedConcurrency, as AWS scales it
+                self.service.update_endpoint_weights_and_capacities(
+                    ref.endpoint, (), serverless=((ref.variant, None, capacity),)
+                )
+            else:
+                self.service.update_endpoint_weights_and_capacities(
+                    ref.endpoint, ((ref.variant, None, capacity),)
+                )
             await self.service.settled(ref.endpoint)
             endpoint = self.service.describe_endpoint(ref.endpoint)
             failure = endpoint.failure_reason
@@ -179,13 +208,13 @@ class Actuator:
         if failure is None:
             status = sc.ActivityStatus.SUCCESSFUL
             message = (
-                f"Successfully set desired instance count to {capacity}. "
-                "Change successfully fulfilled by sagemaker."
+                f"Successfully set desired {noun} to {capacity}. Change successfully fulfilled by sagemaker."
             )
-            self.metrics.set_instances(ref.endpoint, ref.variant, capacity)
+            if not provisioned:
+                self.metrics.set_instances(ref.endpoint, ref.variant, capacity)
         else:
             status = sc.ActivityStatus.FAILED
-            message = f"Failed to set desired instance count to {capacity}. Reason: {failure}"
+            message = f"Failed to set desired {noun} to {capacity}. Reason: {failure}"
         self.states.replace(
             dataclasses.replace(activity, status=status, status_message=message, end_time=self._wall())
         )

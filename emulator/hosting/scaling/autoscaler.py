@@ -104,11 +104,27 @@ class AutoScaler:
     ) -> sc.ScalableTarget:
         """Register (or change) a target; a capacity outside the new range is brought inside at once."""
         ref = variant_of(key)
-        current = self._actuator.capacity(ref, registering=True)
+        current = self._actuator.capacity(key, registering=True)
+        if key.dimension == sc.PROVISIONED_CONCURRENCY_DIMENSION:
+            self._check_provisioned_range(key, ref, min_capacity, max_capacity)
         target = self.registry.put_target(key, min_capacity, max_capacity, role_arn, suspended, tags)
         self._states.of(key).range_changed = True
         self._actuator.enforce_range(target, ref, current)
         return target
+
+    def _check_provisioned_range(
+        self, key: sc.TargetKey, ref: sc.VariantRef, min_capacity: int | None, max_capacity: int | None
+    ) -> None:
+        """A ProvisionedConcurrency stays within 1..MaxConcurrency (spec §7) [U: refused at
+        registration rather than failing each scaling activity]."""
+        existing = self.registry.targets.get(key)
+        low = min_capacity if min_capacity is not None else existing.min_capacity if existing else None
+        high = max_capacity if max_capacity is not None else existing.max_capacity if existing else None
+        if low is None or high is None:
+            return  # the registry asks for both
+        limit = self._actuator.max_concurrency(key)
+        if low < 1 or high > limit:
+            raise ValidationFailed(messages.provisioned_capacity_range(ref.variant, limit, low, high))
 
     def deregister_scalable_target(self, key: sc.TargetKey) -> None:
         self.registry.target(key)

@@ -16,7 +16,6 @@ from emulator.hosting.monitoring.catalogue import COUNT_METRICS, METRICS, locate
 from emulator.model import messages
 from emulator.model import scaling as sc
 
-SUPPORTED_PREDEFINED = (sc.INVOCATIONS_PER_INSTANCE,)
 MAX_TAGS = 50
 STATISTICS = ("Average", "Minimum", "Maximum", "SampleCount", "Sum")
 
@@ -24,7 +23,7 @@ STATISTICS = ("Average", "Minimum", "Maximum", "SampleCount", "Sum")
 def variant_of(key: sc.TargetKey) -> sc.VariantRef:
     """The endpoint variant a target names; ValidationFailed for anything smlocal cannot scale."""
     ref = sc.parse_resource_id(key.resource_id)
-    if key.namespace != sc.SERVICE_NAMESPACE or key.dimension != sc.VARIANT_DIMENSION or ref is None:
+    if key.namespace != sc.SERVICE_NAMESPACE or key.dimension not in sc.PREDEFINED_METRICS or ref is None:
         raise ValidationFailed(messages.unsupported_scalable_target())
     return ref
 
@@ -283,10 +282,9 @@ def _check_tracking(key: sc.TargetKey, config: sc.TargetTracking) -> None:
             "TargetTrackingScalingPolicyConfiguration needs a PredefinedMetricSpecification or a "
             "CustomizedMetricSpecification."
         )
-    if config.predefined_metric is not None and config.predefined_metric not in SUPPORTED_PREDEFINED:
-        raise ValidationFailed(
-            messages.predefined_metric_unsupported(key.dimension, ", ".join(SUPPORTED_PREDEFINED))
-        )
+    supported = sc.PREDEFINED_METRICS[key.dimension]
+    if config.predefined_metric is not None and config.predefined_metric not in supported:
+        raise ValidationFailed(messages.predefined_metric_unsupported(key.dimension, ", ".join(supported)))
     if config.customized_metric is not None:
         problem = custom_metric_problem(config.customized_metric)
         if problem:

@@ -83,12 +83,12 @@ class TargetStates:
             sc.ScalingActivity(
                 activity_id=str(uuid.uuid4()),
                 key=key,
-                description=f"Setting desired instance count to {wanted}.",
+                description=f"Setting desired {sc.capacity_noun(key.dimension)} to {wanted}.",
                 cause=cause,
                 start_time=now,
                 end_time=now,
                 status=sc.ActivityStatus.FAILED,
-                status_message=f"Failed to set desired instance count to {wanted}",
+                status_message=f"Failed to set desired {sc.capacity_noun(key.dimension)} to {wanted}",
                 not_scaled_reasons=(reason,),
             )
         )

@@ -38,11 +38,10 @@ class TargetTracker:
             custom = config.customized_metric
             if custom is None:
                 dims = (("EndpointName", ref.endpoint), ("VariantName", ref.variant))
-                metric, statistic, unit = (
-                    al.Metric("AWS/SageMaker", "InvocationsPerInstance", dims),
-                    "Sum",
-                    None,
-                )
+                name, statistic = sc.PREDEFINED_SOURCES[
+                    config.predefined_metric or sc.INVOCATIONS_PER_INSTANCE
+                ]
+                metric, unit = al.Metric("AWS/SageMaker", name, dims), None
             else:
                 metric = al.Metric(custom.namespace, custom.metric_name, custom.dimensions)
                 statistic, unit = custom.statistic, custom.unit
@@ -124,7 +123,12 @@ class TargetTracker:
     def _datapoint(self, ref: sc.VariantRef, config: sc.TargetTracking, index: int) -> float | None:
         custom = config.customized_metric
         if custom is None:
-            return self.metrics.datapoint(ref.endpoint, ref.variant, "InvocationsPerInstance", "Sum", index)
+            predefined = config.predefined_metric or sc.INVOCATIONS_PER_INSTANCE
+            name, statistic = sc.PREDEFINED_SOURCES[predefined]
+            value = self.metrics.datapoint(ref.endpoint, ref.variant, name, statistic, index)
+            if value is None and predefined == sc.PROVISIONED_CONCURRENCY_UTILIZATION:
+                return 0.0  # [U] a period without requests left the provisioned concurrency unused
+            return value
         dims = dict(custom.dimensions)
         return self.metrics.datapoint(
             dims["EndpointName"],
