@@ -474,3 +474,10 @@ def provisioned_capacity_range(
         "sagemaker:variant:DesiredProvisionedConcurrency target must be between 1 and the MaxConcurrency "
         f"({max_concurrency}) of variant {variant}."
     )
+
+
+def async_input_exactly_one() -> str:  # [U]
+    return (
+        "Provide exactly one of InputLocation and Body: the input in S3 (InputLocation) or inline "
+        "(Body, up to 128000 bytes)."
+    )

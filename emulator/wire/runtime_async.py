@@ -3,7 +3,8 @@
 The request is validated as InvokeEndpoint's (botocore's model, IAM, the body cap) and joins the
 endpoint's queue; the answer is 202 at once with `{"InferenceId"}` in the body and the
 X-Amzn-SageMaker-OutputLocation / -FailureLocation headers (spec §1.4). The input is read from S3
-when a worker runs the request (hosting/async_inference/).
+when a worker runs the request (hosting/async_inference/), or comes inline as the request's Body (at
+most 128,000 bytes; exactly one of the two).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import uuid
 
 from aiohttp import web
 
-from emulator.errors import SmlocalError
+from emulator.errors import SmlocalError, ValidationFailed
 from emulator.hosting.endpoints.service import HostingService
+from emulator.model import messages
 from emulator.wire.access import AccessCheck
 from emulator.wire.errors import runtime_error
 from emulator.wire.runtime_api import header_members, read_invocation, register_integer_members
@@ -42,7 +44,10 @@ async def invoke_endpoint_async(
     try:
         members = await read_invocation(request, svc, access, _ASYNC.input_shape, _HEADER_MEMBERS)
         options = {kw: members[m] for m, kw in _OPTIONS.items() if m in members}
-        queued = svc.invoke_async(members["EndpointName"], members["InputLocation"], **options)
+        location, body = members.get("InputLocation"), members.get("Body") or b""
+        if (location is None) == (not body):  # [U] text: SageMaker's model says "provide exactly one"
+            raise ValidationFailed(messages.async_input_exactly_one())
+        queued = svc.invoke_async(members["EndpointName"], location, inline_body=body or None, **options)
     except SmlocalError as exc:
         return runtime_error(exc, request_id)
     headers = {

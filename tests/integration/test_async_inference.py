@@ -7,14 +7,17 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import boto3
+import botocore.session
 import httpx
 import pytest
 from botocore.exceptions import ClientError
 
 from emulator.config import ContractLimits
-from tests.fixtures.smlocal_server import Smlocal, error_of, start_smlocal
+from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
 from tests.fixtures.streaming import stream_script
 
 LIMITS = ContractLimits(startup_timeout_s=20.0, invocation_timeout_s=5.0, stop_grace_s=2.0)
@@ -216,6 +219,11 @@ def test_a_restart_keeps_the_queue_and_says_what_runs_again(
         answers = [
             first.rt.invoke_endpoint_async(EndpointName=name, InputLocation=location) for _ in range(4)
         ]
+        # ... and one inline: its body is kept in the state dir until it has run
+        inline = _newer_runtime_client(first, tmp_path_factory.mktemp("models"))
+        answers.append(
+            inline.invoke_endpoint_async(EndpointName=name, Body=stream_script(parts=1, first_delay_s=0.5))
+        )
         s3_object(s3_client, answers[0]["OutputLocation"])  # one done, the others queued or running
     finally:
         first.server.stop()
@@ -336,5 +344,71 @@ def test_a_failed_publish_is_counted_and_the_result_stands(env: Smlocal, bucket:
             time.sleep(0.05)
         logs = httpx.get(f"{env.server.url}/_smlocal/endpoints/{name}/logs").text
         assert f"the notification to {gone} failed" in logs
+    finally:
+        env.cleanup(name)
+
+
+def _newer_runtime_client(env: Smlocal, models: Path) -> Any:
+    """A boto3 sagemaker-runtime client whose model is SageMaker's current one (2026-06: an inline
+    `Body` on InvokeEndpointAsync, at most 128,000 bytes, and InputLocation optional), as a newer
+    botocore would have it: the installed model with that change, found first on the loader's path."""
+    session = botocore.session.get_session()
+    loader = session.get_component("data_loader")
+    data = loader.load_service_model("sagemaker-runtime", "service-2")
+    version = data["metadata"]["apiVersion"]
+    data = json.loads(json.dumps(data))
+    shape = data["shapes"][data["operations"]["InvokeEndpointAsync"]["input"]["shape"]]
+    assert "Body" not in shape["members"], "the installed botocore has the inline Body: use it as it is"
+    data["shapes"]["InlineBody"] = {"type": "blob", "max": 128000, "sensitive": True}
+    shape["members"]["Body"] = {"shape": "InlineBody"}
+    shape["payload"] = "Body"
+    shape["required"] = [m for m in shape["required"] if m != "InputLocation"]
+    folder = models / "sagemaker-runtime" / version
+    folder.mkdir(parents=True)
+    (folder / "service-2.json").write_text(json.dumps(data))
+    newer = botocore.session.Session()
+    newer.get_component("data_loader").search_paths.insert(0, str(models))
+    return boto3.Session(botocore_session=newer, **CREDENTIALS).client(
+        "sagemaker-runtime", endpoint_url=env.server.url
+    )
+
+
+def test_an_inline_body_is_queued_kept_until_run_and_answered_like_an_s3_input(
+    env: Smlocal, bucket: str, s3_client: Any, tmp_path: Path
+) -> None:
+    name = "async-inline"
+    assert deploy_async(env, name, bucket)["EndpointStatus"] == "InService"
+    rt = _newer_runtime_client(env, tmp_path / "models")
+    try:
+        body = b'{"inline": true}' + b"x" * 1000
+        answer = rt.invoke_endpoint_async(EndpointName=name, Body=body, ContentType="application/json")
+        assert answer["ResponseMetadata"]["HTTPStatusCode"] == 202
+        assert s3_object(s3_client, answer["OutputLocation"])["Body"].read() == body
+        inputs = env.state_dir / "async" / name / "inputs"
+        deadline = time.monotonic() + 10  # the file goes once the request ended (after its upload)
+        while inputs.exists() and list(inputs.iterdir()):
+            assert time.monotonic() < deadline, list(inputs.iterdir())
+            time.sleep(0.02)
+        largest = rt.invoke_endpoint_async(EndpointName=name, Body=b"y" * 128000)
+        assert len(s3_object(s3_client, largest["OutputLocation"])["Body"].read()) == 128000
+        location = put_input(s3_client, bucket, "inputs/inline-both.json", b"{}")
+        refusals = [
+            (
+                dict(Body=b"z" * 128001),
+                "1 validation error detected: Value at 'body' failed to satisfy constraint: Member must have length less than or equal to 128000",
+            ),
+            (
+                dict(Body=b"{}", InputLocation=location),
+                "Provide exactly one of InputLocation and Body: the input in S3 (InputLocation) or inline (Body, up to 128000 bytes).",
+            ),
+            (
+                {},
+                "Provide exactly one of InputLocation and Body: the input in S3 (InputLocation) or inline (Body, up to 128000 bytes).",
+            ),
+        ]
+        for params, message in refusals:
+            with pytest.raises(ClientError) as refused:
+                rt.invoke_endpoint_async(EndpointName=name, **params)
+            assert error_of(refused.value) == ("ValidationError", 400, message), params
     finally:
         env.cleanup(name)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 
 from tests.fixtures.s3server import make_s3_client
@@ -188,5 +189,69 @@ def test_target_tracking_on_backlog_per_instance_scales_out_and_in_to_zero(
             lambda: variant_of(scaled, name)["CurrentInstanceCount"] == 0,
             90,
         )
+    finally:
+        scaled.cleanup(name)
+
+
+def test_a_request_past_its_ttl_at_zero_instances_is_dropped_counted_and_logged(
+    scaled: Smlocal, bucket: str, s3_client: Any
+) -> None:
+    """RequestTTLSeconds is policy time (`--time-scale 60`: 60 s last 1 s): at zero instances a request
+    with the minimum TTL outlives it while one with an hour's waits; when an instance comes back, the
+    first is dropped (no output, no failure object; ExpiredRequests 1 and a log line), the second runs."""
+    name = "async-ttl"
+    _, cw = _clients(scaled)
+    assert deploy_async(scaled, name, bucket)["EndpointStatus"] == "InService"
+
+    def instances(count: int) -> None:
+        scaled.sm.update_endpoint_weights_and_capacities(
+            EndpointName=name,
+            DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": count}],
+        )
+        wait_for(
+            f"{count} instance(s)",
+            lambda: (
+                variant_of(scaled, name)["CurrentInstanceCount"] == count
+                and variant_of(scaled, name)["EndpointStatus"] == "InService"
+            ),
+            60,
+        )
+
+    endpoint_dims = [{"Name": "EndpointName", "Value": name}]
+    try:
+        instances(0)
+        location = put_input(s3_client, bucket, "inputs/ttl.json", b"kept")
+        short = scaled.rt.invoke_endpoint_async(
+            EndpointName=name, InputLocation=location, RequestTTLSeconds=60
+        )
+        long = scaled.rt.invoke_endpoint_async(
+            EndpointName=name, InputLocation=location, RequestTTLSeconds=3600
+        )
+        # the queue's age, sampled in policy seconds, shows when the short TTL has passed
+        wait_for(
+            "the oldest request older than 90 policy seconds",
+            lambda: max(_statistics(cw, "ApproximateAgeOfOldestRequest", endpoint_dims), default=0.0) > 90,
+            30,
+        )
+        instances(1)
+        assert s3_object(s3_client, long["OutputLocation"], timeout_s=30)["Body"].read() == b"kept"
+        for url in (short["OutputLocation"], short["FailureLocation"]):
+            key = url.removeprefix(f"s3://{bucket}/")
+            with pytest.raises(s3_client.exceptions.ClientError) as missing:
+                s3_client.head_object(Bucket=bucket, Key=key)
+            assert missing.value.response["Error"]["Code"] == "404", url
+        variant_dims = [*endpoint_dims, {"Name": "VariantName", "Value": "AllTraffic"}]
+        wait_for(
+            "ExpiredRequests 1",
+            lambda: sum(_statistics(cw, "ExpiredRequests", variant_dims, "Sum")) == 1.0,
+            10,
+        )
+        assert sum(_statistics(cw, "InvocationsProcesssed", variant_dims, "Sum")) == 1.0
+        log = httpx.get(f"{scaled.server.url}/_smlocal/endpoints/{name}/logs", timeout=10).text
+        assert (
+            f"Inference {short['InferenceId']} expired after 60 seconds in the queue (RequestTTLSeconds)."
+            in log
+        )
+        assert f"Inference {long['InferenceId']} expired" not in log
     finally:
         scaled.cleanup(name)

@@ -86,7 +86,7 @@ class AsyncInferenceHost:
     async def _sample(self) -> None:
         """The queue metrics of every async endpoint, SAMPLES_PER_PERIOD times per metric period:
         ApproximateBacklogSize (waiting and running), ...PerInstance (over the instances, the backlog
-        itself at none [U]), ApproximateAgeOfOldestRequest (s), HasBacklogWithoutCapacity."""
+        itself at none [U]), ApproximateAgeOfOldestRequest (policy s), HasBacklogWithoutCapacity."""
         interval = self._config.metrics_period_real_s / SAMPLES_PER_PERIOD
         while True:
             await asyncio.sleep(interval)
@@ -103,7 +103,9 @@ class AsyncInferenceHost:
                     "ApproximateBacklogSizePerInstance",
                     backlog / instances if instances else float(backlog),
                 )
-                record(name, None, "ApproximateAgeOfOldestRequest", 0.0 if oldest is None else now - oldest)
+                # in policy seconds (--time-scale), as the alarms that read it count time
+                age = 0.0 if oldest is None else (now - oldest) * self._config.time_scale
+                record(name, None, "ApproximateAgeOfOldestRequest", age)
                 record(name, None, "HasBacklogWithoutCapacity", 1.0 if backlog and not instances else 0.0)
 
     async def close(self) -> None:
@@ -149,6 +151,7 @@ class AsyncInferenceHost:
             self._publish,
             self._config.region,
             self.metrics,
+            self._config.time_scale,
         )
         self._endpoints[name] = endpoint
         if len(queue):
@@ -166,7 +169,7 @@ class AsyncInferenceHost:
     def submit(
         self,
         name: str,
-        input_location: str,
+        input_location: str | None,
         content_type: str | None = None,
         accept: str | None = None,
         custom_attributes: str | None = None,
@@ -175,9 +178,12 @@ class AsyncInferenceHost:
         timeout_s: int | None = None,
         extension: str | None = None,
         filename: str | None = None,
+        inline_body: bytes | None = None,
     ) -> AsyncRequest:
+        """Queue one request: its input at `input_location` (s3://) or `inline_body` (kept in the
+        queue's folder until the request ends)."""
         endpoint = self._endpoints[name]
-        if urlparse(input_location).scheme != "s3":  # [U] smlocal reads s3:// only
+        if input_location is not None and urlparse(input_location).scheme != "s3":  # [U] s3:// only
             raise ValidationFailed(
                 f"InputLocation {input_location} is not an s3:// URL: smlocal reads asynchronous inputs "
                 "from S3 URLs (s3://bucket/key) only."
@@ -189,7 +195,7 @@ class AsyncInferenceHost:
         failure_base = (settings.s3_failure_path or settings.s3_output_path).rstrip("/")
         request = AsyncRequest(
             inference_id=inference_id,
-            input_location=input_location,
+            input_location=input_location or "",
             output_location=output,
             failure_location=f"{failure_base}{tail}/{inference_id}-error.out",
             received_at=time.time(),
@@ -199,7 +205,7 @@ class AsyncInferenceHost:
             accept=accept,
             custom_attributes=custom_attributes,
         )
-        endpoint.submit(request)
+        endpoint.submit(request, inline_body)
         return request
 
     # ------------------------------------------------------------------ S3, on the model data pool

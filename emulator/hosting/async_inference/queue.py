@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,11 +35,14 @@ class AsyncRequest:
     custom_attributes: str | None = None
     #: how many times a worker started it (more than once: after a restart)
     runs: int = 0
+    #: an inline Body's file in the queue's `inputs/` folder (its input_location is then "")
+    inline_input: str | None = None
 
 
 class RequestQueue:
     def __init__(self, path: Path) -> None:
         self._path = path
+        self._inputs = path.parent / "inputs"
         self._waiting: list[AsyncRequest] = []
         self._running: dict[str, AsyncRequest] = {}
         if path.exists():
@@ -56,9 +60,21 @@ class RequestQueue:
         times = [r.received_at for r in (*self._waiting, *self._running.values())]
         return min(times) if times else None
 
-    def put(self, request: AsyncRequest) -> None:
+    def put(self, request: AsyncRequest, inline_body: bytes | None = None) -> None:
+        """Queue a request; an inline body is written first, so that a restart finds both."""
+        if inline_body is not None:
+            request.inline_input = uuid.uuid4().hex
+            write_atomically(self._inputs / request.inline_input, inline_body)
         self._waiting.append(request)
         self._save()
+
+    def inline_body(self, request: AsyncRequest) -> bytes:
+        assert request.inline_input is not None
+        return (self._inputs / request.inline_input).read_bytes()
+
+    def _forget_input(self, request: AsyncRequest) -> None:
+        if request.inline_input is not None:
+            (self._inputs / request.inline_input).unlink(missing_ok=True)
 
     def peek(self) -> AsyncRequest | None:
         return self._waiting[0] if self._waiting else None
@@ -73,10 +89,12 @@ class RequestQueue:
         """A waiting request leaves the queue without running (expired)."""
         self._waiting.remove(request)
         self._save()
+        self._forget_input(request)
 
     def finish(self, request: AsyncRequest) -> None:
         self._running.pop(request.inference_id, None)
         self._save()
+        self._forget_input(request)
 
     def _save(self) -> None:
         items = [dataclasses.asdict(r) for r in (*self._running.values(), *self._waiting)]

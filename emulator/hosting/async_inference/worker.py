@@ -90,8 +90,11 @@ class AsyncEndpoint:
         publish: Publish | None = None,
         region: str = "us-east-1",
         metrics: AsyncMetrics | None = None,
+        time_scale: float = 1.0,
     ) -> None:
         self.name = name
+        #: `smlocal serve --time-scale`: RequestTTLSeconds is policy time, as the autoscaling it races
+        self._time_scale = time_scale
         self.metrics = metrics or AsyncMetrics()
         self._publish = publish
         self._region = region
@@ -117,8 +120,8 @@ class AsyncEndpoint:
         """Look for work: a request arrived, a request ended, or the endpoint's instances changed."""
         self._wake.set()
 
-    def submit(self, request: AsyncRequest) -> None:
-        self.queue.put(request)
+    def submit(self, request: AsyncRequest, inline_body: bytes | None = None) -> None:
+        self.queue.put(request, inline_body)
         self._wake.set()
 
     def instance_count(self) -> int:
@@ -149,7 +152,7 @@ class AsyncEndpoint:
 
     def _dispatch(self) -> None:
         while (request := self.queue.peek()) is not None:
-            if time.time() - request.received_at > request.ttl_s:
+            if time.time() - request.received_at > request.ttl_s / self._time_scale:
                 self.queue.drop(request)
                 self.counters.expired += 1
                 fleet = self._fleet()
@@ -204,7 +207,10 @@ class AsyncEndpoint:
         variant = instance.variant_name
         began = time.perf_counter()
         try:
-            body = await self._get(request.input_location)
+            if request.inline_input is not None:
+                body = await asyncio.to_thread(self.queue.inline_body, request)
+            else:
+                body = await self._get(request.input_location)
         except Exception as exc:  # noqa: BLE001 - the S3 client's errors: the request's failure
             self.counters.download_failures += 1
             self.metrics.record(self.name, variant, "RequestDownloadFailures", 1.0)

@@ -105,7 +105,7 @@ class Invocations(ServiceBase):
         _check_target(endpoint_name, variant, target_container)
         return variant
 
-    def invoke_async(self, endpoint_name: str, input_location: str, **options: Any) -> AsyncRequest:
+    def invoke_async(self, endpoint_name: str, input_location: str | None, **options: Any) -> AsyncRequest:
         """InvokeEndpointAsync: the request joins the endpoint's queue (answered 202 at once); the
         endpoint's worker runs it (async_inference/worker.py)."""
         if endpoint_name not in self._fleets:
