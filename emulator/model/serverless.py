@@ -1,6 +1,6 @@
 """Serverless inference's pure rules (spec §7): the values a ServerlessConfig may take, what a
 serverless variant may not be combined with, and the CPU share its memory size buys. No IO; the
-refusals' texts are messages.py's."""
+refusals' texts are in messages/serverless.py."""
 
 from __future__ import annotations
 

@@ -1,0 +1,59 @@
+"""Asynchronous inference (spec §8).
+
+[U] texts are smlocal's own choice (docs/api-coverage.md lists them); append, do not reorder.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "async_model_not_supported",
+    "async_endpoint_needs_async_invoke",
+    "endpoint_not_async",
+    "async_request_expired",
+    "async_input_unreadable",
+    "async_model_failure",
+    "async_input_exactly_one",
+]
+
+
+def async_model_not_supported(model: str) -> str:  # [U] smlocal's own limit, for now
+    return (
+        f"Model {model} is a multi-model or multi-container model: smlocal serves asynchronous "
+        "inference for single-container models only."
+    )
+
+
+def async_endpoint_needs_async_invoke(endpoint: str) -> str:  # [U]
+    return (
+        f"Endpoint {endpoint} is an asynchronous endpoint (its endpoint config has AsyncInferenceConfig): "
+        "call InvokeEndpointAsync."
+    )
+
+
+def endpoint_not_async(endpoint: str) -> str:  # [U]
+    return (
+        f"Endpoint {endpoint} is not an asynchronous endpoint: InvokeEndpointAsync needs an endpoint "
+        "config with AsyncInferenceConfig. Call InvokeEndpoint."
+    )
+
+
+def async_request_expired(inference_id: str, ttl_s: int) -> str:  # [U]
+    return f"Inference {inference_id} expired after {ttl_s} seconds in the queue (RequestTTLSeconds)."
+
+
+def async_input_unreadable(location: str, detail: str) -> str:  # [U]
+    return f"Failed to download the input {location}: {detail}"
+
+
+def async_model_failure(status: int) -> str:  # [O] AWS sample code's failureReason
+    return (
+        f"ClientError: Received server error ({status}) from model. See the SageMaker Endpoint logs in "
+        "your account for more information."
+    )
+
+
+def async_input_exactly_one() -> str:  # [U]
+    return (
+        "Provide exactly one of InputLocation and Body: the input in S3 (InputLocation) or inline "
+        "(Body, up to 128000 bytes)."
+    )
