@@ -2,7 +2,7 @@
 
 Table-driven like control_api: validate against botocore's application-autoscaling model, parse into
 emulator.model.scaling values, one call into the AutoScaler, serialise (PascalCase lives here and in
-serialize.py only).
+the serialize package only).
 """
 
 from __future__ import annotations

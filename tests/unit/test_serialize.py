@@ -349,7 +349,7 @@ def test_a_serverless_variant_has_no_instances_and_is_described_with_its_config(
     )
     assert v.serverless is not None and v.serverless.memory_size_mb == 3072
     assert v.initial_instance_count == 1  # the warm container ProvisionedConcurrency keeps
-    described = s._variant(v)
+    described = s.variant_description(v)
     assert "InitialInstanceCount" not in described
     assert described["ServerlessConfig"] == {
         "MemorySizeInMB": 3072,

@@ -1,0 +1,30 @@
+"""What the request and response halves share: JSON, timestamps, tags, local model data URIs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from emulator.errors import ValidationFailed
+
+JSON = dict[str, Any]
+
+LOCAL_URI_PREFIXES = ("file://", "/", "./", "../")
+
+
+def is_local_uri(uri: str) -> bool:
+    """smlocal's extension: model data may be a local path or file:// URL as well as s3://."""
+    return uri.startswith(LOCAL_URI_PREFIXES) or "://" not in uri
+
+
+def epoch_seconds(value: datetime) -> float:
+    return value.timestamp()
+
+
+def tags_input(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple((t["Key"], t.get("Value", "")) for t in params.get("Tags") or ())
+
+
+def unsupported(feature: str) -> ValidationFailed:
+    return ValidationFailed(f"{feature} is not supported by smlocal yet. See docs/api-coverage.md.")
