@@ -17,6 +17,7 @@ import pytest
 
 from emulator.runtime.labels import MANAGED, OWNER, owner_id
 from tests.fixtures.docker_env import track_owner
+from tests.fixtures.mme import mme_artifact
 from tests.fixtures.smlocal_server import start_smlocal
 
 pytest_plugins = ["pytester"]
@@ -165,5 +166,99 @@ def test_external_server_module_reuse_and_failed_deployment(
             time.sleep(0.2)  # DeleteEndpoint answers before the containers are removed
         assert _owned(docker_engine, owner) == []
         assert env.sm.list_endpoints()["ResponseMetadata"]["HTTPStatusCode"] == 200  # still serving
+    finally:
+        env.server.stop()
+
+
+KINDS_MODULE = """
+import os, time
+import boto3
+
+BUCKET = os.environ["BUCKET"]
+
+def invoke(clients, name, body=b"{}", **options):
+    return clients.runtime.invoke_endpoint(EndpointName=name, Body=body, ContentType="application/json", **options)
+
+def test_serial_pipeline(sagemaker_endpoint, sagemaker_clients):
+    image = os.environ["BIND_IMAGE"]
+    name = sagemaker_endpoint(
+        containers=[{"image": image, "env": {"STAGE": "first"}}, {"image": image, "env": {"STAGE": "second"}}],
+        inference_execution_mode="Serial",
+    )
+    body = invoke(sagemaker_clients, name, b"x")["Body"].read()
+    assert body.startswith(b"x|first:") and b"|second:" in body
+
+def test_direct_containers(sagemaker_endpoint, sagemaker_clients):
+    image = os.environ["BIND_IMAGE"]
+    name = sagemaker_endpoint(
+        containers=[{"image": image, "env": {"STAGE": "a"}, "hostname": "one"},
+                    {"image": image, "env": {"STAGE": "b"}, "hostname": "two"}],
+        inference_execution_mode="Direct",
+    )
+    assert invoke(sagemaker_clients, name, b"x", TargetContainerHostname="two")["Body"].read().startswith(b"x|b:")
+
+def test_multi_model(sagemaker_endpoint, sagemaker_clients):
+    name = sagemaker_endpoint(os.environ["MME_IMAGE"], f"s3://{BUCKET}/models/", multi_model=True)
+    assert b"|alpha|" in invoke(sagemaker_clients, name, TargetModel="a.tar.gz")["Body"].read()
+
+def test_serverless(sagemaker_endpoint, sagemaker_clients):
+    name = sagemaker_endpoint(os.environ["MODEL_IMAGE"], serverless={"MemorySizeInMB": 1024, "MaxConcurrency": 1})
+    config = sagemaker_clients.sagemaker.describe_endpoint_config(EndpointConfigName=name.config_name)
+    assert config["ProductionVariants"][0]["ServerlessConfig"]["MaxConcurrency"] == 1
+    assert invoke(sagemaker_clients, name)["Body"].read() == b"{}"
+
+def test_async(sagemaker_endpoint, sagemaker_clients):
+    s3 = boto3.client("s3", endpoint_url=os.environ["S3_URL"], region_name="us-east-1")
+    name = sagemaker_endpoint(os.environ["MODEL_IMAGE"], async_config={"OutputConfig": {"S3OutputPath": f"s3://{BUCKET}/out"}})
+    s3.put_object(Bucket=BUCKET, Key="in.json", Body=b'{"q": 1}')
+    answer = sagemaker_clients.runtime.invoke_endpoint_async(EndpointName=name, InputLocation=f"s3://{BUCKET}/in.json")
+    key = answer["OutputLocation"].split("/", 3)[3]
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == b'{"q": 1}'
+            break
+        except s3.exceptions.NoSuchKey:
+            assert time.monotonic() < deadline, "no async answer in 30 s"
+            time.sleep(0.1)  # polling S3, as a user's test does
+"""
+
+
+@pytest.mark.slow
+def test_every_endpoint_kind_through_the_factory(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    echo_image: str,
+    echo_bind_image: str,
+    mme_image: str,
+    s3_server: str,
+    s3_bucket: str,
+    s3_client: Any,
+    aws_credentials: None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Multi-container (Serial and Direct), multi-model, serverless and async endpoints, each made by
+    one factory call and invoked the way its kind is; everything deleted afterwards."""
+    s3_client.upload_file(
+        str(mme_artifact(tmp_path_factory.mktemp("mme"), "alpha")), s3_bucket, "models/a.tar.gz"
+    )
+    env = start_smlocal(tmp_path_factory.mktemp("kinds"), echo_image, s3_endpoint_url=s3_server)
+    try:
+        pytester.makepyfile(test_kinds=KINDS_MODULE)
+        for key, value in (
+            ("MODEL_IMAGE", echo_image),
+            ("BIND_IMAGE", echo_bind_image),
+            ("MME_IMAGE", mme_image),
+            ("BUCKET", s3_bucket),
+            ("S3_URL", s3_server),
+        ):
+            monkeypatch.setenv(key, value)
+        run = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "--smlocal-url", env.server.url, timeout=300
+        )
+
+        run.assert_outcomes(passed=5)
+        assert env.sm.list_endpoints()["Endpoints"] == []
+        assert env.sm.list_models()["Models"] == []
     finally:
         env.server.stop()
