@@ -24,6 +24,8 @@ DEFAULT_TIMEOUT_S = 600.0
 DELETE_TIMEOUT_S = 120.0
 POLL_S = 0.1
 LOG_TAIL_LINES = 200
+#: Statuses in which DeleteEndpoint is refused until they end.
+_BUSY = ("Creating", "Updating", "SystemUpdating", "RollingBack")
 
 
 class ContainerOptions(TypedDict, total=False):
@@ -209,7 +211,7 @@ class EndpointFactory:
             status = described["EndpointStatus"]
             if status == "InService":
                 return
-            if status not in ("Creating", "SystemUpdating", "Updating") or time.monotonic() > deadline:
+            if status not in _BUSY or time.monotonic() > deadline:
                 reason = described.get("FailureReason") or (
                     f"still {status} after {timeout_s:g} s" if status == "Creating" else "(none given)"
                 )
@@ -239,26 +241,51 @@ def _message(exc: Exception) -> str:
     return str(response.get("Error", {}).get("Message", ""))
 
 
-def delete_endpoint(sagemaker: Any, endpoint: Endpoint) -> list[str]:
-    """Delete an endpoint, wait until it is gone, delete its config and models; what went wrong."""
+def _not_found(exc: Exception) -> bool:
+    """SageMaker's answer for a name it does not know: ValidationException "Could not find ..."."""
+    return _code(exc) == "ValidationException" and _message(exc).startswith("Could not find")
+
+
+def _status(sagemaker: Any, name: str) -> str | None:
+    """The endpoint's status, None once DescribeEndpoint no longer knows it."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return str(sagemaker.describe_endpoint(EndpointName=name)["EndpointStatus"])
+    except ClientError as exc:
+        if _not_found(exc):
+            return None
+        raise
+
+
+def delete_endpoint(sagemaker: Any, endpoint: Endpoint, timeout_s: float = DELETE_TIMEOUT_S) -> list[str]:
+    """Delete an endpoint, wait until it is gone, delete its config and models; what went wrong.
+
+    An endpoint still Creating or Updating (a test that failed on timeout_s) cannot be deleted yet
+    (SageMaker refuses: "Cannot update in-progress endpoint"): DeleteEndpoint is sent again once it
+    has left that state."""
     from botocore.exceptions import ClientError
 
     problems: list[str] = []
-    try:
-        sagemaker.delete_endpoint(EndpointName=str(endpoint))
-    except ClientError as exc:
-        if _code(exc) != "ValidationException":  # "Could not find endpoint": never created
-            problems.append(f"DeleteEndpoint {endpoint}: {_message(exc)}")
-    deadline = time.monotonic() + DELETE_TIMEOUT_S
+    name = str(endpoint)
+    deadline = time.monotonic() + timeout_s
     while True:
         try:
-            sagemaker.describe_endpoint(EndpointName=str(endpoint))
+            sagemaker.delete_endpoint(EndpointName=name)
+            break
         except ClientError as exc:
-            if _code(exc) == "ValidationException":
+            if _not_found(exc):  # never created, or already deleted by the test
                 break
-            raise
+            status = _status(sagemaker, name)
+            if status is None:
+                break
+            if status not in _BUSY or time.monotonic() > deadline:
+                problems.append(f"DeleteEndpoint {name} ({status}): {_message(exc)}")
+                break
+        time.sleep(POLL_S)
+    while not problems and _status(sagemaker, name) is not None:
         if time.monotonic() > deadline:
-            problems.append(f"endpoint {endpoint} still there {DELETE_TIMEOUT_S:g} s after DeleteEndpoint")
+            problems.append(f"endpoint {name} still there {timeout_s:g} s after DeleteEndpoint")
             break
         time.sleep(POLL_S)
     for call, key, value in (
@@ -268,6 +295,6 @@ def delete_endpoint(sagemaker: Any, endpoint: Endpoint) -> list[str]:
         try:
             call(**{key: value})
         except ClientError as exc:
-            if _code(exc) != "ValidationException":
+            if not _not_found(exc):
                 problems.append(f"delete {value}: {_message(exc)}")
     return problems
