@@ -194,13 +194,21 @@ class EndpointFactory:
         model_names = [name if count == 1 else f"{name}-m{i}" for i in range(count)]
         endpoint = Endpoint(name, name, model_names)
         self.created.append(endpoint)  # cleanup deletes whatever of it exists, whatever fails below
-        for model_name, model in zip(model_names, request.models, strict=True):
-            self.sagemaker.create_model(ModelName=model_name, **model)
-        variants = [{**v, "ModelName": model_names[v["ModelName"]]} for v in request.variants]
-        self.sagemaker.create_endpoint_config(
-            EndpointConfigName=name, ProductionVariants=variants, **request.config_extra
-        )
-        self.sagemaker.create_endpoint(EndpointName=name, EndpointConfigName=name)
+        from botocore.exceptions import ClientError
+
+        try:
+            for model_name, model in zip(model_names, request.models, strict=True):
+                self.sagemaker.create_model(ModelName=model_name, **model)
+            variants = [{**v, "ModelName": model_names[v["ModelName"]]} for v in request.variants]
+            self.sagemaker.create_endpoint_config(
+                EndpointConfigName=name, ProductionVariants=variants, **request.config_extra
+            )
+            self.sagemaker.create_endpoint(EndpointName=name, EndpointConfigName=name)
+        except ClientError as exc:  # a refused request: SageMaker's message says what to fix
+            raise DeploymentFailed(
+                f"{getattr(exc, 'operation_name', 'a create call')} for endpoint {name} was refused: "
+                f"{_code(exc)}: {_message(exc)}"
+            ) from None
         self.wait_in_service(name, timeout_s)
         return endpoint
 

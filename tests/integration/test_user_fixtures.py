@@ -74,6 +74,9 @@ import os
 def test_crash(sagemaker_endpoint):
     sagemaker_endpoint(os.environ["MODEL_IMAGE"], env={"EXIT_AT_START": "3"})
 
+def test_no_such_image(sagemaker_endpoint):
+    sagemaker_endpoint("he-missing/never-built:1")
+
 def test_slow(sagemaker_endpoint):
     sagemaker_endpoint(os.environ["MODEL_IMAGE"], env={"STARTUP_DELAY_S": "4"}, timeout_s=1)
 """
@@ -137,7 +140,8 @@ def test_external_server_module_reuse_and_failed_deployment(
     """--smlocal-url: the tests use that server and leave it running, with nothing of theirs on it; a
     `smlocal_reuse_endpoints` module's identical calls share one endpoint, deleted at the module's end;
     a container that crashes fails its test with the FailureReason and the container's log, one that
-    is not ready within the factory's timeout_s with that, and both are deleted."""
+    is not ready within the factory's timeout_s with that, and both are deleted; a refused CreateModel
+    with SageMaker's message."""
     state_dir = tmp_path_factory.mktemp("external")
     env = start_smlocal(state_dir, echo_image)
     try:
@@ -152,7 +156,7 @@ def test_external_server_module_reuse_and_failed_deployment(
             "-p", "no:cacheprovider", "--strict-markers", "--smlocal-url", env.server.url, timeout=300
         )
 
-        run.assert_outcomes(passed=3, failed=2)  # no teardown errors: a Creating endpoint is deleted too
+        run.assert_outcomes(passed=3, failed=3)  # no teardown errors: a Creating endpoint is deleted too
         calls = [json.loads(line) for line in record.read_text().splitlines()]
         assert len(calls) == 2 and calls[0]["endpoint"] == calls[1]["endpoint"]
         assert [c["endpoints"] for c in calls] == [1, 1]  # still there for test_two: made once
@@ -161,6 +165,11 @@ def test_external_server_module_reuse_and_failed_deployment(
         assert "echo: exiting at start with 3" in out  # the container's own log line
         assert "test_c_crash.py::test_crash - Failed: endpoint test-crash-" in out
         assert "is Creating, not InService.\nFailureReason: still Creating after 1 s" in out
+        assert (
+            "CreateModel for endpoint test-no-such-image-" in out
+            and " was refused: ValidationException: Requested image he-missing/never-built:1 not found."
+            in out
+        )
         sm: Any = env.sm
         assert sm.list_endpoints()["Endpoints"] == []
         assert sm.list_endpoint_configs()["EndpointConfigs"] == []
