@@ -123,11 +123,15 @@ def smlocal_server(pytestconfig: pytest.Config) -> Iterator[SmlocalServer]:
 
 
 @pytest.fixture(scope="session")
-def sagemaker_clients(smlocal_server: SmlocalServer) -> SageMakerClients:
+def sagemaker_clients(smlocal_server: SmlocalServer) -> Iterator[SageMakerClients]:
     """boto3 sagemaker / sagemaker-runtime / application-autoscaling / cloudwatch clients of the server."""
     from contract_tests.pytest_fixtures.clients import make_clients
 
-    return make_clients(smlocal_server.url, smlocal_server.region)
+    clients = make_clients(smlocal_server.url, smlocal_server.region)
+    try:
+        yield clients
+    finally:
+        clients.close()
 
 
 class SageMakerEndpointFactory(Protocol):

@@ -34,6 +34,11 @@ class SageMakerClients:
     url: str
     region: str
 
+    def close(self) -> None:
+        """Close the clients' connection pools (the fixture does at the session's end)."""
+        for client in (self.sagemaker, self.runtime, self.autoscaling, self.cloudwatch):
+            client.close()
+
 
 def credentials() -> dict[str, str]:
     """boto3 credential arguments: the environment's keys, else the dummy pair."""

@@ -275,3 +275,37 @@ def test_every_endpoint_kind_through_the_factory(
         assert env.sm.list_models()["Models"] == []
     finally:
         env.server.stop()
+
+
+def test_containers_of_a_killed_server_are_removed_at_the_end(
+    echo_image: str, docker_engine: docker.DockerClient
+) -> None:
+    """A started server that dies without cleaning up (SIGKILL) leaves its container: the fixture's
+    stop finds it by the owner label, removes it (as `smlocal down --state-dir` does) and counts it;
+    another server's containers are not touched."""
+    from contract_tests.pytest_fixtures.clients import make_clients
+    from contract_tests.pytest_fixtures.endpoints import EndpointFactory, build_request
+    from contract_tests.pytest_fixtures.server import start_server
+
+    server, bystander = start_server("us-east-1", []), start_server("us-east-1", [])
+    try:
+        assert server.owner is not None and bystander.owner is not None and server.state_dir is not None
+        track_owner(server.owner)
+        track_owner(bystander.owner)
+        for s in (server, bystander):
+            clients = make_clients(s.url, s.region)
+            EndpointFactory(clients.sagemaker, lambda name: "", "killed").create(build_request(echo_image))
+            clients.close()
+        assert len(_owned(docker_engine, server.owner)) == 1
+        assert server.pid is not None
+        os.kill(server.pid, 9)
+        server.stop()
+        assert server.leftover_containers == 1
+        assert _owned(docker_engine, server.owner) == []
+        assert not server.state_dir.exists()
+        assert len(_owned(docker_engine, bystander.owner)) == 1
+    finally:
+        server.stop()
+        bystander.stop()
+    assert bystander.leftover_containers == 0
+    assert _owned(docker_engine, bystander.owner) == []
