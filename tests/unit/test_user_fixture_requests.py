@@ -129,3 +129,30 @@ def test_the_quick_start_shows_the_example_the_suite_runs() -> None:
     shown = page.split("```python\n", 1)[1].split("```", 1)[0]
     assert shown.strip() and shown in example
     assert example.split('"""', 2)[2].strip() == shown.strip()  # all of it, but the docstring
+
+
+def test_serve_args_and_region_reach_the_started_server(pytester: pytest.Pytester) -> None:
+    """ini smlocal_serve_args and --smlocal-serve-arg are `smlocal serve` options (the account id in
+    the ARNs here), --smlocal-region the server's and the clients' region."""
+    pytester.makeini("[pytest]\nsmlocal_serve_args = --account-id 111122223333\n")
+    pytester.makepyfile(
+        """
+import pytest
+
+def test_arn(smlocal_server, sagemaker_clients):
+    assert smlocal_server.region == sagemaker_clients.runtime.meta.region_name == "eu-west-1"
+    with pytest.raises(sagemaker_clients.sagemaker.exceptions.ClientError) as error:
+        sagemaker_clients.sagemaker.describe_endpoint(EndpointName="x")
+    message = error.value.response["Error"]["Message"]
+    assert message == 'Could not find endpoint "arn:aws:sagemaker:eu-west-1:111122223333:endpoint/x".'
+"""
+    )
+    run = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--strict-config",
+        "--smlocal-region",
+        "eu-west-1",
+        "--smlocal-serve-arg=--time-scale=2",
+    )
+    run.assert_outcomes(passed=1)
