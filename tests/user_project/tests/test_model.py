@@ -13,28 +13,25 @@ from pathlib import Path
 
 import pytest
 
-PROJECT = Path(__file__).resolve().parents[1]
 IMAGE = os.environ.get("IMAGE", "my-model:ci")
-MODEL_DATA = (PROJECT / "model.tar.gz").as_uri()
-
-
-def invoke(clients, name: str, body: bytes) -> dict:
-    return clients.runtime.invoke_endpoint(EndpointName=name, Body=body, ContentType="application/json")
+MODEL_DATA = (Path(__file__).resolve().parents[1] / "model.tar.gz").as_uri()
 
 
 def test_predicts_with_the_packed_weights(sagemaker_endpoint, sagemaker_clients) -> None:
     name = sagemaker_endpoint(IMAGE, model_data=MODEL_DATA)  # InService when it returns
-    assert sagemaker_clients.sagemaker.describe_endpoint(EndpointName=name)["EndpointStatus"] == "InService"
     body = json.dumps({"instances": [[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]}).encode()
-    out = invoke(sagemaker_clients, name, body)
-    assert out["ContentType"] == "application/json"
+    out = sagemaker_clients.runtime.invoke_endpoint(EndpointName=name, Body=body, ContentType="application/json")
     # model/model.json: weights [0.5, -1.0, 2.0], bias 0.25
     assert json.loads(out["Body"].read()) == {"predictions": [4.75, 0.25]}
+    assert out["ContentType"] == "application/json"
+    described = sagemaker_clients.sagemaker.describe_endpoint(EndpointName=name)
+    assert described["EndpointStatus"] == "InService"
 
 
 def test_a_wrong_number_of_features_is_the_models_400(sagemaker_endpoint, sagemaker_clients) -> None:
     name = sagemaker_endpoint(IMAGE, model_data=MODEL_DATA)
-    with pytest.raises(sagemaker_clients.runtime.exceptions.ModelError) as caught:
-        invoke(sagemaker_clients, name, b'{"instances": [[1.0]]}')
+    runtime = sagemaker_clients.runtime
+    with pytest.raises(runtime.exceptions.ModelError) as caught:
+        runtime.invoke_endpoint(EndpointName=name, Body=b'{"instances": [[1.0]]}', ContentType="application/json")
     assert caught.value.response["OriginalStatusCode"] == 400
     assert "each instance needs 3 features" in caught.value.response["OriginalMessage"]
