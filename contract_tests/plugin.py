@@ -14,8 +14,8 @@ ERROR (a bug in the checker: its traceback; or its container removed by someone 
 skipped on SKIPPED.
 
 Installed with smlocal, this module is loaded by every pytest run: without --sagemaker-image it only
-adds its options. It imports nothing but pytest and contract_tests.cli (the standard library only)
-until the option is given.
+adds its options (and loads contract_tests.pytest_fixtures, the fixtures for a user's own tests). It
+imports nothing but pytest and contract_tests.cli (the standard library only) until the option is given.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from contract_tests.registry import Check
     from contract_tests.result import CheckResult
     from contract_tests.target import CheckConfig, Target
+
+#: The fixtures for a user's own tests (smlocal_server, sagemaker_clients, sagemaker_endpoint), loaded
+#: with this plugin; like it, they import only pytest and the standard library until used.
+pytest_plugins = ["contract_tests.pytest_fixtures"]
 
 SUITE = "smlocal-contract"
 _PLUGIN_NAME = "smlocal-contract-session"
