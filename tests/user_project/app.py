@@ -48,7 +48,8 @@ def invocations() -> Response:
         return _json(
             415, {"error": f"unsupported Content-Type {request.content_type!r}; send application/json"}
         )
-    if not request.accept_mimetypes.accept_json:
+    # No Accept header (boto3 sends none when Accept is not given) takes the default: JSON.
+    if request.accept_mimetypes and not request.accept_mimetypes.accept_json:
         return _json(406, {"error": "this model answers application/json only"})
     try:
         instances = json.loads(request.get_data())["instances"]
