@@ -53,3 +53,24 @@ def test_a_broken_image_fails_the_gate_with_a_junit_report(
     assert "Worker failed to boot." in failure  # the container's last log lines, in the report
     assert not (project / "pytest-report.xml").exists()  # set -e: the project's tests never ran
     assert "test session starts" not in output
+
+
+@pytest.mark.slow  # the whole script: gate and tests (about 20 s)
+def test_failing_project_tests_fail_the_script_after_the_gate_passed(
+    docker_engine: docker.DockerClient, broken_tag: str, tmp_path: Path
+) -> None:
+    """A model artifact with other weights serves fine (the gate passes: it cannot know the right
+    answers), but the project's own test of the predictions fails, and so does ci.sh."""
+    runner_python = build_runner_python(docker_engine)
+    project = copy_project(tmp_path / "project")
+    (project / "model" / "model.json").write_text('{"weights": [1.0, 1.0, 1.0], "bias": 0.0}\n')
+
+    result = run_ci(project, broken_tag, runner_python, capture=True)
+
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output[-3000:]
+    gate = junit_summary(project / "smlocal-check.xml")
+    assert gate.failures == 0 and gate.errors == 0 and gate.tests > gate.skipped, str(gate)
+    tests = junit_summary(project / "pytest-report.xml")
+    assert tests.failed == ("test_predicts_with_the_packed_weights",), str(tests)
+    assert "{'predictions': [6.0, 0.0]} == {'predictions': [4.75, 0.25]}" in output
