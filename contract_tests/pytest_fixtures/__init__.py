@@ -147,7 +147,7 @@ class SageMakerEndpointFactory(Protocol):
         multi_model: bool = False,
         serverless: Mapping[str, Any] | None = None,
         async_config: Mapping[str, Any] | None = None,
-        data_capture: Mapping[str, Any] | None = None,
+        execution_role_arn: str = "arn:aws:iam::123456789012:role/smlocal",
         model_options: Mapping[str, Any] | None = None,
         config_options: Mapping[str, Any] | None = None,
         timeout_s: float = 600.0,

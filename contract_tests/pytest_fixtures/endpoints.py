@@ -107,7 +107,6 @@ def build_request(
     multi_model: bool = False,
     serverless: Mapping[str, Any] | None = None,
     async_config: Mapping[str, Any] | None = None,
-    data_capture: Mapping[str, Any] | None = None,
     execution_role_arn: str = "arn:aws:iam::123456789012:role/smlocal",
     model_options: Mapping[str, Any] | None = None,
     config_options: Mapping[str, Any] | None = None,
@@ -170,8 +169,6 @@ def build_request(
     extra: dict[str, Any] = dict(config_options or {})
     if async_config is not None:
         extra["AsyncInferenceConfig"] = dict(async_config)
-    if data_capture is not None:
-        extra["DataCaptureConfig"] = dict(data_capture)
     return EndpointRequest(models=models, variants=production, config_extra=extra)
 
 

@@ -4,6 +4,7 @@ endpoint names, and the session's errors when no server can be had (no Docker ne
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,13 @@ def test_options_and_marker_are_registered(pytester: pytest.Pytester) -> None:
     for option in ("--smlocal-url", "--smlocal-serve-arg", "--smlocal-region", "--smlocal-start-timeout"):
         assert option in help_text
     assert "smlocal_reuse_endpoints" in pytester.runpytest_subprocess("--markers").stdout.str()
+
+
+def test_the_quick_start_shows_the_example_the_suite_runs() -> None:
+    """docs/quickstart-pytest.md's example is the file tests/integration/test_user_fixtures.py runs."""
+    root = Path(__file__).parents[2]
+    page = (root / "docs" / "quickstart-pytest.md").read_text()
+    example = (root / "docs" / "examples" / "pytest_quickstart" / "test_example.py").read_text()
+    shown = page.split("```python\n", 1)[1].split("```", 1)[0]
+    assert shown.strip() and shown in example
+    assert example.split('"""', 2)[2].strip() == shown.strip()  # all of it, but the docstring
