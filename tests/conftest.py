@@ -10,3 +10,7 @@ pytest_plugins = [
     "tests.fixtures.stacks",
     "tests.fixtures.streaming",
 ]
+
+# A user's project with its own pytest settings, run by its CI script (tests/fixtures/user_project.py,
+# .ci/run's "user project CI" phase), not collected as part of this suite.
+collect_ignore = ["user_project"]
