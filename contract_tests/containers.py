@@ -55,6 +55,8 @@ from emulator.runtime.docker_run import create_options
 
 #: smlocal.role of a SageMakerContainer.
 ROLE = "testcontainer"
+#: How many of its last log lines stop() keeps (final_logs) before it removes the container.
+FINAL_LOG_LINES = 1000
 #: Where model data is fetched and extracted (a content-addressed cache, shared by every container).
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "smlocal-containers"
 
@@ -128,6 +130,8 @@ class SageMakerContainer(DockerContainer):
         self.host_port = 0
         #: How the container ended, once stop() has stopped it (exit code, OOM kill).
         self.final_state: ContainerState | None = None
+        #: Its last log lines (FINAL_LOG_LINES), read by stop() before the container was removed.
+        self.final_logs = ""
 
     # -- starting ------------------------------------------------------------------------------------
 
@@ -268,13 +272,15 @@ class SageMakerContainer(DockerContainer):
 
     def stop(self, force: bool = True, delete_volume: bool = True, *, grace_s: float | None = None) -> None:
         """SIGTERM, then SIGKILL once the grace period (`grace_s`, default stop_grace_s: 30 s) has
-        passed, then remove the container (with its anonymous volumes). `force` and `delete_volume`
+        passed, then remove the container (with its anonymous volumes); final_state and final_logs
+        keep how it ended. `force` and `delete_volume`
         are testcontainers' parameters, kept for compatibility: the container is always removed."""
         if self._container is not None:
             runtime = self._runtime()
             container_id = self._container.id
             grace = self.limits.stop_grace_s if grace_s is None else grace_s
             self.final_state = runtime.stop(container_id, grace)
+            self.final_logs = runtime.logs(container_id, tail=FINAL_LOG_LINES)
             runtime.remove(container_id)
             self._container = None
         self.get_docker_client().client.close()

@@ -1,5 +1,7 @@
 """The image under test and its containers, started through emulator.runtime exactly as the emulator
 starts them: `docker run IMAGE serve`, Environment, /opt/ml/model read-only, port published on 127.0.0.1.
+One way to start a container: DockerRuntime.start takes its docker arguments from
+emulator.runtime.docker_run.create_options, as contract_tests.containers.SageMakerContainer does.
 """
 
 from __future__ import annotations
