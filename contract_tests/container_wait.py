@@ -24,6 +24,7 @@ from typing import Any, Self
 import httpx
 from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
 
+from contract_tests.ping import ping_once
 from emulator.config import ContractLimits
 from emulator.errors import DeploymentFailed
 
@@ -111,18 +112,10 @@ class PingWaitStrategy(WaitStrategy):
                     observation = f"port {self.port} is not published on {self.host}"
                 else:
                     attempts += 1
-                    sent = time.monotonic()
-                    try:
-                        response = client.get(f"http://{self.host}:{port}/ping")
-                    except httpx.TimeoutException:
-                        observation = f"/ping did not answer within {self.ping_timeout_s:g} s"
-                    except httpx.HTTPError as exc:  # refused or reset: nothing listens yet
-                        observation = f"/ping failed: {type(exc).__name__}: {exc}"
-                    else:
-                        took_ms = (time.monotonic() - sent) * 1000
-                        observation = f"/ping answered HTTP {response.status_code} in {took_ms:.0f} ms"
-                        if response.status_code == 200:
-                            return
+                    attempt = ping_once(client, f"http://{self.host}:{port}/ping", self.ping_timeout_s)
+                    observation = attempt.observation
+                    if attempt.status == 200:
+                        return
                 time.sleep(max(0.0, min(self._poll_interval, deadline - time.monotonic())))
 
     def _exited(self, wrapped: Any, state: dict[str, Any], observation: str, elapsed_s: float) -> None:
