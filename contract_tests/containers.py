@@ -132,6 +132,7 @@ class SageMakerContainer(DockerContainer):
         self.final_state: ContainerState | None = None
         #: Its last log lines (FINAL_LOG_LINES), read by stop() before the container was removed.
         self.final_logs = ""
+        self._http: httpx.Client | None = None
 
     # -- starting ------------------------------------------------------------------------------------
 
@@ -248,8 +249,9 @@ class SageMakerContainer(DockerContainer):
         timeout_s: float | None = None,
     ) -> ContainerResponse:
         """POST /invocations as SageMaker forwards InvokeEndpoint (Content-Type, Accept, custom
-        attributes); the contract's 60 s timeout unless told. A new connection per call: no pooled
-        connection the container may have closed meanwhile. httpx's errors are raised as they are."""
+        attributes); the contract's 60 s timeout unless told. A new connection per call (no idle one
+        kept that the container may close meanwhile) from one client, closed by stop(). httpx's
+        errors are raised as they are."""
         headers = {"Content-Type": content_type}
         if accept is not None:
             headers["Accept"] = accept
@@ -260,8 +262,9 @@ class SageMakerContainer(DockerContainer):
         return self._call("POST", "/invocations", timeout, content=data, headers=headers)
 
     def _call(self, method: str, path: str, timeout_s: float, **kwargs: Any) -> ContainerResponse:
-        with httpx.Client(timeout=timeout_s) as client:
-            response = client.request(method, f"{self.url}{path}", **kwargs)
+        if self._http is None:  # one client (making one costs tens of ms), no idle connections kept
+            self._http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+        response = self._http.request(method, f"{self.url}{path}", timeout=timeout_s, **kwargs)
         return ContainerResponse(response.status_code, response.headers, response.content)
 
     def logs(self, tail: int | None = None) -> str:
@@ -283,6 +286,9 @@ class SageMakerContainer(DockerContainer):
             self.final_logs = runtime.logs(container_id, tail=FINAL_LOG_LINES)
             runtime.remove(container_id)
             self._container = None
+        if self._http is not None:
+            self._http.close()
+            self._http = None
         self.get_docker_client().client.close()
 
     def _runtime(self) -> DockerRuntime:
