@@ -54,7 +54,7 @@ from emulator.runtime.docker_images import DockerImages
 from emulator.runtime.docker_run import create_options
 
 #: smlocal.role of a SageMakerContainer.
-ROLE = "testcontainer"
+ROLE = smlocal_labels.ROLE_TESTCONTAINER
 #: How many of its last log lines stop() keeps (final_logs) before it removes the container.
 FINAL_LOG_LINES = 1000
 #: Where model data is fetched and extracted (a content-addressed cache, shared by every container).

@@ -4,6 +4,7 @@ stops one, and nothing left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -263,3 +264,52 @@ def test_the_quick_start_example_runs(echo_image: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 passed" in proc.stdout
+
+
+_HOLD = """
+import sys, time
+from testcontainers.core.config import testcontainers_config
+testcontainers_config.ryuk_disabled = True
+from contract_tests.containers import SageMakerContainer
+model = SageMakerContainer(sys.argv[1], startup_timeout_s=30).start()
+print(model.get_container_id(), flush=True)
+time.sleep(600)
+"""
+
+
+def test_down_removes_what_a_killed_test_process_left(
+    docker_engine: docker.DockerClient, echo_image: str, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, echo_image], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout is not None
+    container_id = proc.stdout.readline().strip()  # "" if it ended without starting one
+    proc.kill()
+    proc.communicate(timeout=30)
+    try:
+        assert container_id and docker_engine.containers.get(container_id).status == "running"
+        down = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "emulator.cli",
+                "down",
+                "--grace",
+                "2",
+                "--state-dir",
+                str(tmp_path / "s"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert down.returncode == 0, down.stderr
+        with pytest.raises(docker.errors.NotFound):
+            docker_engine.containers.get(container_id)
+    finally:
+        if container_id:
+            with contextlib.suppress(docker.errors.NotFound):
+                docker_engine.containers.get(container_id).remove(force=True)
