@@ -20,7 +20,7 @@ from testcontainers.core.exceptions import ContainerStartException
 
 from contract_tests.container_wait import ContainerExited, HealthCheckTimeout
 from contract_tests.containers import ROLE, SageMakerContainer
-from emulator.errors import ModelDataNotFound
+from emulator.errors import ImageNotFound, ModelDataError, ModelDataNotFound
 from emulator.model.resources import ModelDataSource
 from emulator.runtime import labels
 from tests.fixtures.s3server import make_s3_client
@@ -144,6 +144,42 @@ def test_model_data_that_is_not_there_starts_nothing(
         with SageMakerContainer(echo_image, model_data=missing):
             pass
     assert str(missing) in raised.value.message
+
+
+def test_model_data_that_cannot_be_extracted_fails_as_the_endpoint_would(
+    docker_engine: docker.DockerClient, echo_image: str, tmp_path: Path
+) -> None:
+    broken = tmp_path / "model.tar.gz"
+    broken.write_bytes(b"not a gzip tar at all")
+    with pytest.raises(ModelDataError) as raised:
+        SageMakerContainer(echo_image, model_data=broken, cache_dir=tmp_path / "cache").start()
+    assert raised.value.message == (
+        f'Failed to extract model data archive from URL "{broken}". '
+        "Please ensure that the object located at the URL is a valid tar.gz archive."
+    )
+
+
+def test_an_image_that_is_not_there(docker_engine: docker.DockerClient) -> None:
+    with pytest.raises(ImageNotFound) as raised:
+        SageMakerContainer("hf/no-such-image:latest").start()
+    assert raised.value.message == "No local image matches hf/no-such-image:latest"
+
+
+def test_testcontainers_options_pass_through(
+    docker_engine: docker.DockerClient, echo_image: str, tmp_path: Path
+) -> None:
+    (tmp_path / "extra.txt").write_text("x")
+    model = (
+        SageMakerContainer(echo_image, startup_timeout_s=STARTUP_S, labels={"team": "search"})
+        .with_volume_mapping(tmp_path, "/data", "ro")
+        .with_exposed_ports(9000)
+        .with_kwargs(hostname="model-host")
+    )
+    with model:
+        seen = attrs(docker_engine, model)
+        assert f"{tmp_path}:/data:ro" in seen["HostConfig"]["Binds"]
+        assert seen["HostConfig"]["PortBindings"]["9000/tcp"] == [{"HostIp": "127.0.0.1", "HostPort": ""}]
+        assert (seen["Config"]["Hostname"], seen["Config"]["Labels"]["team"]) == ("model-host", "search")
 
 
 def test_a_container_that_never_answers_200_fails_with_its_logs(

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import Reaper
 
 from contract_tests.container_wait import (
     ContainerExited,
@@ -158,3 +160,15 @@ def test_a_tcp_accept_is_not_an_answer(accept_and_close: int) -> None:
     assert raised.value.last_observation.startswith("/ping failed: RemoteProtocolError")
     assert "no HTTP 200 from GET /ping within 0.5 s" in str(raised.value)
     assert isinstance(raised.value, TimeoutError)
+
+
+def test_testcontainers_reaper_starts_first_unless_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As DockerContainer.start: Ryuk before anything else (here it fails: nothing is created)."""
+
+    def no_reaper() -> None:
+        raise RuntimeError("ryuk asked for")
+
+    monkeypatch.setattr(testcontainers_config, "ryuk_disabled", False)
+    monkeypatch.setattr(Reaper, "get_instance", staticmethod(no_reaper))
+    with pytest.raises(RuntimeError, match="ryuk asked for"):
+        SageMakerContainer("img", docker_client_kw=NO_ENGINE).start()
