@@ -1,5 +1,8 @@
 """The image under test and its containers, started through emulator.runtime exactly as the emulator
 starts them: `docker run IMAGE serve`, Environment, /opt/ml/model read-only, port published on 127.0.0.1.
+One way to start a container: DockerRuntime.start takes its docker arguments from
+emulator.runtime.docker_run.create_options, as contract_tests.containers.SageMakerContainer does; and
+one way to ping it: contract_tests/ping.py, as SageMakerContainer's PingWaitStrategy does.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import httpx
 
 from contract_tests.multi_model import MmeArtifacts, MmeDataProblem, is_multi_model, prepare
+from contract_tests.ping import ping_once
 from contract_tests.result import CheckSkipped
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
@@ -223,22 +227,17 @@ class RunningContainer:
                 if now >= deadline:
                     break
                 attempts += 1
-                sent = time.monotonic()
-                try:
-                    response = client.get(f"{self.base_url}/ping")
-                    took = time.monotonic() - sent
-                    slowest = max(slowest, took)
+                attempt = ping_once(client, f"{self.base_url}/ping", limits.ping_timeout_s)
+                answered = time.monotonic() - self.started_at
+                observation = attempt.observation
+                if attempt.status is not None or attempt.timed_out:
+                    slowest = max(slowest, attempt.took_s)
+                if attempt.status is not None:
                     if first_response is None:
-                        first_response = sent + took - self.started_at
-                    observation = f"/ping answered HTTP {response.status_code} in {took * 1000:.0f} ms"
-                    if response.status_code == 200:
-                        first_healthy, body = sent + took - self.started_at, response.content
+                        first_response = answered
+                    if attempt.status == 200:
+                        first_healthy, body = answered, attempt.body
                         break
-                except httpx.TimeoutException:
-                    slowest = max(slowest, time.monotonic() - sent)
-                    observation = f"/ping did not answer within {limits.ping_timeout_s:g} s"
-                except httpx.HTTPError as exc:
-                    observation = f"/ping failed: {type(exc).__name__}: {exc}"
                 time.sleep(self.config.poll_interval_s)
         return Startup(
             healthy=first_healthy is not None,

@@ -19,12 +19,15 @@ from pathlib import Path
 
 from emulator.errors import EngineError
 from emulator.runtime.base import ContainerHandle, ContainerRuntime
-from emulator.runtime.labels import MANAGED, OWNER, OWNER_HOST, OWNER_STARTED, ROLE
+from emulator.runtime.labels import MANAGED, OWNER, OWNER_HOST, OWNER_STARTED, ROLE, ROLE_TESTCONTAINER
 
 log = logging.getLogger(__name__)
 
 CHECK_PREFIX = "check-"
 CHECK_SELECTOR = {MANAGED: "true", ROLE: "check"}
+#: contract_tests.containers.SageMakerContainer's containers carry the same owner labels (the test
+#: process's): swept with the check runs' once that process is gone (a killed test run's leftovers).
+TESTCONTAINER_SELECTOR = {MANAGED: "true", ROLE: ROLE_TESTCONTAINER}
 
 
 def host() -> str:
@@ -112,7 +115,8 @@ def owner_gone(labels: Mapping[str, str]) -> bool:
 
 
 def remove_orphaned_checks(runtime: ContainerRuntime) -> list[str]:
-    """Remove the check containers whose owning process is gone; returns their names."""
+    """Remove the check containers (and SageMakerContainers) whose owning process is gone; returns
+    their names."""
     removed = []
     for handle in _list_checks(runtime):
         if owner_gone(handle.labels):
@@ -122,9 +126,11 @@ def remove_orphaned_checks(runtime: ContainerRuntime) -> list[str]:
                 log.warning("could not remove %s of an ended check run: %s", handle.name, exc.message)
                 continue
             removed.append(handle.name)
+            starter = "`smlocal check` run" if handle.labels.get(ROLE) == "check" else "test process"
             log.info(
-                "removed %s: its `smlocal check` run (%s) ended without removing it",
+                "removed %s: its %s (%s) ended without removing it",
                 handle.name,
+                starter,
                 handle.labels.get(OWNER),
             )
     return removed
@@ -135,7 +141,7 @@ def _list_checks(runtime: ContainerRuntime, attempts: int = 3) -> list[Container
     removing one of its own meanwhile fails the call (not found): then the list is read again."""
     for attempt in range(attempts):
         try:
-            return runtime.list(CHECK_SELECTOR)
+            return [*runtime.list(CHECK_SELECTOR), *runtime.list(TESTCONTAINER_SELECTOR)]
         except EngineError:
             if attempt == attempts - 1:
                 raise

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import os
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -17,12 +16,9 @@ from typing import Any
 import docker
 import docker.errors
 import requests.exceptions
-from docker.types import DeviceRequest, Mount
 
 from emulator.errors import EngineError, EngineUnavailable, ImageNotFound
 from emulator.runtime.base import (
-    MODEL_DIR_IN_CONTAINER,
-    MODELS_DIR_IN_CONTAINER,
     ContainerHandle,
     ContainerSpec,
     ContainerState,
@@ -34,6 +30,7 @@ from emulator.runtime.base import (
 )
 from emulator.runtime.docker_images import DockerImages
 from emulator.runtime.docker_isolation import DockerIsolation, force_remove
+from emulator.runtime.docker_run import create_options
 from emulator.runtime.docker_stats import DockerStats
 from emulator.runtime.labels import CONTAINER_PORT, ISOLATION_GROUP, ROLE, ROLE_FORWARDER
 
@@ -86,19 +83,10 @@ class DockerRuntime:
         return self._has_gpu_runtime
 
     def start(self, spec: ContainerSpec) -> ContainerHandle:
-        mounts = [
-            Mount(target=target, source=str(source), type="bind", read_only=read_only)
-            for source, target, read_only in (
-                (spec.model_dir, MODEL_DIR_IN_CONTAINER, not spec.model_dir_writable),
-                (spec.models_dir, MODELS_DIR_IN_CONTAINER, True),
-            )
-            if source is not None
-        ]
-        device_requests = None
+        gpus = False
         if spec.gpus:
-            if self._gpu_available():
-                device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-            else:
+            gpus = self._gpu_available()
+            if not gpus:
                 log.warning(
                     "GPU requested for %s but the Docker engine has no NVIDIA runtime; starting on CPU",
                     spec.name,
@@ -114,33 +102,14 @@ class DockerRuntime:
             joined = self._get(spec.join_network_of) if spec.join_network_of else None
             if spec.join_network_of and joined is None:
                 raise EngineError(f"Docker could not start {spec.image}: its network container is gone")
-            options: dict[str, Any] = _resource_limits(spec)
-            if joined is not None:
-                options["network_mode"] = f"container:{joined.id}"
-            else:
-                ports = {} if network else {f"{spec.container_port}/tcp": (spec.host_ip, None)}
-                for port in () if network else spec.extra_ports:  # isolated: the forwarder's
-                    ports[f"{port}/tcp"] = (spec.host_ip, None)
-                options.update(ports=ports, network=network, hostname=spec.hostname)
-                if spec.extra_hosts:
-                    options["extra_hosts"] = dict(spec.extra_hosts)
-            if spec.read_only_root:
-                options["read_only"] = True
-            if spec.tmpfs:
-                options["tmpfs"] = dict(spec.tmpfs)
-            if spec.user is not None:
-                options["user"] = spec.user
-            container = self.client.containers.create(
-                spec.image,
-                command=list(spec.args),
-                name=spec.name,
-                environment=dict(spec.environment),
+            options = create_options(
+                spec,
                 labels=container_labels,
-                mounts=mounts,
-                device_requests=device_requests,
-                stop_signal="SIGTERM",
-                **options,
+                network=network,
+                network_of=joined.id if joined is not None else None,
+                gpus=gpus,
             )
+            container = self.client.containers.create(spec.image, **options)
             container.start()
             container.reload()
             if joined is not None:
@@ -401,16 +370,3 @@ class DockerRuntime:
 def _explain(exc: Exception) -> str:
     explanation = getattr(exc, "explanation", None)
     return str(explanation or exc)
-
-
-def _resource_limits(spec: ContainerSpec) -> dict[str, Any]:
-    """Docker's memory limit (swap equal to it: no swap beyond the limit) and CPU share (nano CPUs,
-    at most the host's cores: the engine refuses more)."""
-    options: dict[str, Any] = {}
-    if spec.memory_limit_bytes is not None:
-        options["mem_limit"] = spec.memory_limit_bytes
-        options["memswap_limit"] = spec.memory_limit_bytes
-    if spec.cpus is not None:
-        cpus = min(spec.cpus, float(os.cpu_count() or 1))
-        options["nano_cpus"] = int(cpus * 1e9)
-    return options

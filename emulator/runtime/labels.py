@@ -7,7 +7,9 @@ from pathlib import Path
 
 MANAGED = "smlocal.managed"
 OWNER = "smlocal.owner"  # digest of the state dir of the server that owns it
-ROLE = "smlocal.role"  # "endpoint" | "check" | "bench"
+ROLE = "smlocal.role"  # "endpoint" | "check" | "bench" | ROLE_TESTCONTAINER
+#: The ROLE of a contract_tests.containers.SageMakerContainer (its OWNER: check-<pid>, as a check's).
+ROLE_TESTCONTAINER = "testcontainer"
 #: A check container's owner (OWNER is `check-<pid>`): the host and the process's start time, so that
 #: a container of an ended run is told apart from a live run's (emulator/process_owner.py).
 OWNER_HOST = "smlocal.owner-host"

@@ -1,44 +1,22 @@
-"""The echo test image, built and run on a real engine the way SageMaker runs a model container."""
+"""The echo test image, built and run on a real engine the way SageMaker runs a model container
+(contract_tests.containers.SageMakerContainer)."""
 
 from __future__ import annotations
 
 import http.client
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-import docker
 import pytest
 from docker.models.containers import Container
 
-from emulator.runtime import labels
+from contract_tests.container_wait import ContainerExited
+from contract_tests.containers import SageMakerContainer
+from tests.fixtures.sagemaker_container import no_reaper  # noqa: F401
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_reaper")]
 
 READY_BUDGET_S = 30.0
-
-
-@contextmanager
-def echo_container(
-    client: docker.DockerClient, image: str, *, command: tuple[str, ...] = ("serve",), **env: str
-) -> Iterator[tuple[Container, int]]:
-    """Run the image with port 8080 published on 127.0.0.1 only; always removed afterwards."""
-    container = client.containers.run(
-        image,
-        list(command),
-        detach=True,
-        environment=env,
-        labels={labels.MANAGED: "true", labels.ROLE: "test"},
-        ports={"8080/tcp": ("127.0.0.1", None)},
-    )
-    try:
-        container.reload()
-        bindings = container.attrs["NetworkSettings"]["Ports"].get("8080/tcp") or []
-        port = int(bindings[0]["HostPort"]) if bindings else 0
-        yield container, port
-    finally:
-        container.remove(force=True)
 
 
 def request(port: int, method: str, path: str, body: bytes | None = None, **headers: str) -> Any:
@@ -51,30 +29,13 @@ def request(port: int, method: str, path: str, body: bytes | None = None, **head
         conn.close()
 
 
-def wait_until_ready(container: Container, port: int) -> None:
-    """Ready means an HTTP answer 200 arrived: docker-proxy accepts TCP before the server listens."""
-    deadline = time.monotonic() + READY_BUDGET_S
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            status, _, _ = request(port, "GET", "/ping")
-            if status == 200:
-                return
-            last = status
-        except (OSError, http.client.HTTPException) as exc:
-            last = exc
-        time.sleep(0.05)
-    logs = container.logs(tail=20).decode(errors="replace")
-    raise AssertionError(f"/ping not 200 within {READY_BUDGET_S} s (last: {last!r}); logs:\n{logs}")
-
-
 def exit_code(container: Container, timeout_s: float = 20) -> int:
     return int(container.wait(timeout=timeout_s)["StatusCode"])
 
 
-def test_ping_and_echo_round_trip(docker_engine: docker.DockerClient, echo_image: str) -> None:
-    with echo_container(docker_engine, echo_image) as (container, port):
-        wait_until_ready(container, port)
+def test_ping_and_echo_round_trip(echo_image: str) -> None:
+    with SageMakerContainer(echo_image, startup_timeout_s=READY_BUDGET_S) as model:
+        port = model.host_port
         status, body, _ = request(port, "GET", "/ping")
         assert (status, body) == (200, b"")
 
@@ -94,25 +55,26 @@ def test_ping_and_echo_round_trip(docker_engine: docker.DockerClient, echo_image
         assert (status, body) == (418, b"error body 418")
         assert headers["X-Amzn-SageMaker-Custom-Attributes"] == "seen"
         assert request(port, "GET", "/nothing-here")[0] == 404
-        assert b"echo: listening on 8080" in container.logs()
+        assert "echo: listening on 8080" in model.logs()
 
 
-def test_exit_at_start_exits_with_the_code(docker_engine: docker.DockerClient, echo_image: str) -> None:
-    with echo_container(docker_engine, echo_image, EXIT_AT_START="7") as (container, _):
-        assert exit_code(container) == 7
-        assert b"echo: exiting at start with 7" in container.logs()
+def test_exit_at_start_exits_with_the_code(echo_image: str) -> None:
+    with pytest.raises(ContainerExited) as raised:
+        SageMakerContainer(echo_image, environment={"EXIT_AT_START": "7"}).start()
+    assert raised.value.exit_code == 7
+    assert "echo: exiting at start with 7" in raised.value.logs
 
 
-def test_without_serve_it_exits_2(docker_engine: docker.DockerClient, echo_image: str) -> None:
-    with echo_container(docker_engine, echo_image, command=("train",)) as (container, _):
-        assert exit_code(container) == 2
+def test_without_serve_it_exits_2(echo_image: str) -> None:
+    with pytest.raises(ContainerExited) as raised:
+        SageMakerContainer(echo_image).with_command("train").start()
+    assert raised.value.exit_code == 2
 
 
-def test_sigterm_exits_0_promptly(docker_engine: docker.DockerClient, echo_image: str) -> None:
-    with echo_container(docker_engine, echo_image) as (container, port):
-        wait_until_ready(container, port)
-        started = time.monotonic()
-        container.kill(signal="SIGTERM")
-        assert exit_code(container, timeout_s=10) == 0
-        assert time.monotonic() - started < 3.0
-        assert b"echo: SIGTERM" in container.logs()
+def test_sigterm_exits_0_promptly(echo_image: str) -> None:
+    model = SageMakerContainer(echo_image, startup_timeout_s=READY_BUDGET_S).start()
+    started = time.monotonic()
+    model.stop()  # SIGTERM, then the 30 s grace before any SIGKILL
+    assert model.final_state is not None and model.final_state.exit_code == 0
+    assert time.monotonic() - started < 3.0
+    assert "echo: SIGTERM" in model.final_logs

@@ -16,11 +16,12 @@ import docker
 import pytest
 from docker.models.containers import Container
 
-from emulator.runtime import labels
+from contract_tests.containers import SageMakerContainer
 from tests.fixtures.mme import mme_model_dir
-from tests.integration.test_echo_image import exit_code, request, wait_until_ready
+from tests.fixtures.sagemaker_container import no_reaper  # noqa: F401
+from tests.integration.test_echo_image import exit_code, request
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_reaper")]
 
 MODELS = "/opt/ml/models"
 
@@ -29,23 +30,10 @@ MODELS = "/opt/ml/models"
 def mme_container(
     client: docker.DockerClient, image: str, models_dir: Path, **env: str
 ) -> Iterator[tuple[Container, int]]:
-    """Run the image as SageMaker runs an MME container; always removed afterwards."""
-    container = client.containers.run(
-        image,
-        ["serve"],
-        detach=True,
-        environment={"SAGEMAKER_MULTI_MODEL": "true", **env},
-        labels={labels.MANAGED: "true", labels.ROLE: "test"},
-        ports={"8080/tcp": ("127.0.0.1", None)},
-        volumes={str(models_dir): {"bind": MODELS, "mode": "ro"}},
-    )
-    try:
-        container.reload()
-        port = int(container.attrs["NetworkSettings"]["Ports"]["8080/tcp"][0]["HostPort"])
-        wait_until_ready(container, port)
-        yield container, port
-    finally:
-        container.remove(force=True)
+    """Run the image as SageMaker runs an MME container (SageMakerContainer with models_dir:
+    SAGEMAKER_MULTI_MODEL=true, the folder read-only at /opt/ml/models), healthy; removed afterwards."""
+    with SageMakerContainer(image, models_dir=models_dir, environment=env, startup_timeout_s=30) as model:
+        yield model.get_wrapped_container(), model.host_port
 
 
 def call(

@@ -20,16 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
 import httpx
 import pytest
 
+from contract_tests.containers import SageMakerContainer
 from emulator.cli import main as smlocal_main
 from emulator.config import ContractLimits
 from emulator.demo import DemoOptions, run_demo
-from emulator.runtime import labels
 from emulator.runtime.labels import owner_id
 from tests.fixtures.docker_env import track_owner
+from tests.fixtures.sagemaker_container import no_reaper  # noqa: F401
 from tests.fixtures.sample import BUILD_DIR
 from tests.fixtures.smlocal_server import Smlocal, error_of, start_smlocal
 
@@ -189,38 +189,15 @@ def test_smlocal_demo_writes_a_png(sample_image: str, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sd_container(
-    docker_engine: docker.DockerClient, sample_image: str, sample_model_tar: Path
+    request: pytest.FixtureRequest, sample_image: str, sample_model_tar: Path
 ) -> Iterator[tuple[Any, str]]:
-    """The sample image run as SageMaker runs it (`serve`, the model read-only at /opt/ml/model, port
-    8080 published on 127.0.0.1 only); yields it and its base URL once /ping answers 200."""
+    """The sample image run as SageMaker runs it (SageMakerContainer: `serve`, the model read-only at
+    /opt/ml/model, port 8080 published on 127.0.0.1 only); yields it and its base URL once /ping
+    answers 200."""
+    request.getfixturevalue("no_reaper")
     model = sample_model_tar.parent / "model"  # the folder the fixture packed
-    container = docker_engine.containers.run(
-        sample_image,
-        ["serve"],
-        detach=True,
-        labels={labels.MANAGED: "true", labels.ROLE: "test"},
-        ports={"8080/tcp": ("127.0.0.1", None)},
-        volumes={str(model): {"bind": "/opt/ml/model", "mode": "ro"}},
-    )
-    try:
-        container.reload()
-        port = int(container.attrs["NetworkSettings"]["Ports"]["8080/tcp"][0]["HostPort"])
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + LIMITS.startup_timeout_s
-        status: object = None
-        while status != 200:
-            if time.monotonic() > deadline:
-                logs = container.logs(tail=30).decode(errors="replace")
-                raise AssertionError(f"/ping not 200 (last: {status!r}); logs:\n{logs}")
-            try:
-                status = httpx.get(f"{url}/ping", timeout=2).status_code
-            except httpx.HTTPError as exc:  # docker-proxy accepts before the server listens
-                status = exc
-            if status != 200:
-                time.sleep(0.1)  # the poll interval while torch imports and the model loads
-        yield container, url
-    finally:
-        container.remove(force=True)
+    with SageMakerContainer(sample_image, model_data=model, limits=LIMITS) as container:
+        yield container.get_wrapped_container(), container.url
 
 
 def test_the_container_streams_a_line_per_step_then_the_png(sd_container: tuple[Any, str]) -> None:
