@@ -7,9 +7,12 @@ trap that must stay empty (no STS call: the role is given; no S3: no model data)
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +25,7 @@ from tests.fixtures.client_envs import (
     explain,
     run_client,
 )
-from tests.fixtures.smlocal_server import Smlocal
+from tests.fixtures.smlocal_server import Smlocal, model_tar
 
 pytestmark = pytest.mark.docker
 
@@ -106,6 +109,65 @@ def test_pipeline_model_deploys_two_containers_in_serial(
             # each stage's tag, in order: the second container got the first one's answer
             "b'1,2|first:text/csv;accept=-|second:text/csv;accept=-'",
         ]
+        assert_gone(smlocal, name)
+    finally:
+        smlocal.cleanup(name)
+
+
+#: Model data from S3: the SDK passes the s3:// URL through (no upload, no S3 call of its own);
+#: smlocal fetches it from its S3 server (moto's, as `smlocal serve` would from AWS_ENDPOINT_URL_S3).
+S3_MODEL_SCRIPT = """
+import json, sys
+import boto3
+from sagemaker.model import Model
+from sagemaker.predictor import Predictor
+from sagemaker.session import Session
+
+url, image, name, model_data = sys.argv[1:5]
+boto_session = boto3.Session()
+session = Session(
+    boto_session=boto_session,
+    sagemaker_client=boto_session.client("sagemaker", endpoint_url=url),
+    sagemaker_runtime_client=boto_session.client("sagemaker-runtime", endpoint_url=url),
+)
+model = Model(image_uri=image, model_data=model_data, role="arn:aws:iam::123456789012:role/x",
+              name=name, sagemaker_session=session, predictor_cls=Predictor)
+predictor = model.deploy(initial_instance_count=1, instance_type="ml.m5.large", endpoint_name=name, wait=False)
+session.wait_for_endpoint(name, poll=1)
+print()
+print("listing", predictor.predict(b"{}", initial_args={"CustomAttributes": "model=1"}).decode())
+print("model data", session.sagemaker_client.describe_model(ModelName=name)["PrimaryContainer"]["ModelDataUrl"])
+predictor.delete_endpoint()
+model.delete_model()
+"""
+
+
+def test_model_data_from_s3_reaches_the_container_without_the_sdk_calling_s3(
+    sdk_v2: tuple[Path, dict[str, str]], smlocal: Smlocal, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    archive = model_tar(tmp_path / "model.tar.gz", {"weights.bin": b"\x01\x02\x03", "config.json": b"{}"})
+    s3_client.upload_file(str(archive), s3_bucket, "models/model.tar.gz")
+    script = tmp_path / "s3_model.py"
+    script.write_text(S3_MODEL_SCRIPT)
+    name = f"sdk2-s3-{uuid.uuid4().hex[:6]}"
+    model_data = f"s3://{s3_bucket}/models/model.tar.gz"
+    python, env = sdk_v2
+    try:
+        done = run_client(
+            [str(python), str(script), smlocal.server.url, smlocal.image, name, model_data],
+            env,
+            timeout_s=180,
+        )
+        assert done.returncode == 0, explain(done)
+        lines = [
+            line for line in done.stdout.decode().splitlines() if line.startswith(("listing", "model data"))
+        ]
+        listing = json.loads(lines[0].removeprefix("listing "))
+        assert listing["files"] == {
+            "weights.bin": hashlib.sha256(b"\x01\x02\x03").hexdigest(),
+            "config.json": hashlib.sha256(b"{}").hexdigest(),
+        }
+        assert lines[1] == f"model data {model_data}"
         assert_gone(smlocal, name)
     finally:
         smlocal.cleanup(name)
