@@ -171,3 +171,51 @@ def test_model_data_from_s3_reaches_the_container_without_the_sdk_calling_s3(
         assert_gone(smlocal, name)
     finally:
         smlocal.cleanup(name)
+
+
+FAILING_SCRIPT = """
+import sys
+import boto3
+from sagemaker.exceptions import UnexpectedStatusException
+from sagemaker.model import Model
+from sagemaker.session import Session
+
+url, image, name = sys.argv[1:4]
+boto_session = boto3.Session()
+session = Session(
+    boto_session=boto_session,
+    sagemaker_client=boto_session.client("sagemaker", endpoint_url=url),
+    sagemaker_runtime_client=boto_session.client("sagemaker-runtime", endpoint_url=url),
+)
+model = Model(image_uri=image, role="arn:aws:iam::123456789012:role/x", name=name,
+              sagemaker_session=session, env={"EXIT_AT_START": "3"})
+model.deploy(initial_instance_count=1, instance_type="ml.m5.large", endpoint_name=name, wait=False)
+try:
+    session.wait_for_endpoint(name, poll=1)
+except UnexpectedStatusException as failed:
+    print()
+    print("failed:", failed)
+"""
+
+
+def test_a_failed_endpoint_raises_unexpected_status_with_smlocals_reason(
+    sdk_v2: tuple[Path, dict[str, str]], smlocal: Smlocal, tmp_path: Path
+) -> None:
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING_SCRIPT)
+    name = f"sdk2-fail-{uuid.uuid4().hex[:6]}"
+    python, env = sdk_v2
+    try:
+        done = run_client(
+            [str(python), str(script), smlocal.server.url, smlocal.image, name], env, timeout_s=120
+        )
+        assert done.returncode == 0, explain(done)
+        reason = smlocal.sm.describe_endpoint(EndpointName=name)["FailureReason"]
+        out = done.stdout.decode()
+        assert out.count("failed: ") == 1, out
+        # smlocal's reason (with the container's last log lines), then the SDK's troubleshooting advice
+        assert out[out.index("failed: ") :].startswith(
+            f"failed: Error hosting endpoint {name}: Failed. Reason: {reason}. Try changing the instance type"
+        ), out
+    finally:
+        smlocal.cleanup(name)

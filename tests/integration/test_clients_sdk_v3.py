@@ -95,3 +95,46 @@ def test_without_the_endpoint_variables_nothing_reaches_smlocal(
         assert any("/sagemaker/aws4_request" in seen for seen in trap.seen), trap.seen
     finally:
         trap.seen.clear()
+
+
+FAILING_SCRIPT = """
+import sys
+from sagemaker.core.resources import Endpoint, EndpointConfig, Model
+from sagemaker.core.shapes import ContainerDefinition, ProductionVariant
+from sagemaker.core.utils.exceptions import FailedStatusError
+
+image, name = sys.argv[1:3]
+Model.create(model_name=name, execution_role_arn="arn:aws:iam::123456789012:role/x",
+             primary_container=ContainerDefinition(image=image, environment={"EXIT_AT_START": "3"}))
+EndpointConfig.create(endpoint_config_name=name, production_variants=[ProductionVariant(
+    variant_name="AllTraffic", model_name=name, initial_instance_count=1, instance_type="ml.m5.large")])
+endpoint = Endpoint.create(endpoint_name=name, endpoint_config_name=name)
+try:
+    endpoint.wait_for_status("InService", poll=1, timeout=60)
+except FailedStatusError as failed:
+    print("failed:", failed)
+"""
+
+
+def test_wait_for_status_raises_failed_status_error_with_smlocals_reason(
+    sdk_v3: tuple[Path, dict[str, str]], smlocal: Smlocal, trap: AwsTrap, tmp_path: Path
+) -> None:
+    python, env = sdk_v3
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING_SCRIPT)
+    name = f"sdk3-fail-{uuid.uuid4().hex[:6]}"
+    try:
+        done = run_client([str(python), str(script), smlocal.image, name], env, timeout_s=120)
+        assert done.returncode == 0, explain(done)
+        described = smlocal.sm.describe_endpoint(EndpointName=name)
+        assert described["EndpointStatus"] == "Failed"
+        out = done.stdout.decode()
+        assert out.count("failed: ") == 1, out
+        # the reason (smlocal's, with the container's last log lines) runs to the end of the output
+        assert out[out.index("failed: ") :].rstrip("\n") == (
+            "failed: Encountered unexpected failed state while waiting for Endpoint. Final Resource State: "
+            f"Failed. Failure Reason: {described['FailureReason']}"
+        )
+        assert trap.seen == []
+    finally:
+        smlocal.cleanup(name)
