@@ -58,8 +58,14 @@ def trap() -> Iterator[AwsTrap]:
 
 
 @pytest.fixture(scope="module")
-def aws(smlocal: Smlocal, trap: AwsTrap, tmp_path_factory: pytest.TempPathFactory) -> Aws:
-    bin_dir = client_env("aws-cli", "awscli")
+def aws_bin() -> Path:
+    """Asked for first, so that a missing environment skips before a server starts."""
+    return client_env("aws-cli", "awscli")
+
+
+@pytest.fixture(scope="module")
+def aws(aws_bin: Path, smlocal: Smlocal, trap: AwsTrap, tmp_path_factory: pytest.TempPathFactory) -> Aws:
+    bin_dir = aws_bin
     home = tmp_path_factory.mktemp("aws-cli-home")
     env = client_environ(home, bin_dir, trap)
     # The quick waiters of docs/quickstart-aws-cli.md, written by the CLI's own Python.

@@ -35,10 +35,16 @@ def trap() -> Iterator[AwsTrap]:
 
 
 @pytest.fixture(scope="module")
+def v3_bin() -> Path:
+    """Asked for first, so that a missing environment skips before a server starts."""
+    return client_env("sdk-v3", "sagemaker.core.resources")
+
+
+@pytest.fixture(scope="module")
 def sdk_v3(
-    trap: AwsTrap, smlocal: Smlocal, tmp_path_factory: pytest.TempPathFactory
+    v3_bin: Path, trap: AwsTrap, smlocal: Smlocal, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, dict[str, str]]:
-    bin_dir = client_env("sdk-v3", "sagemaker.core.resources")
+    bin_dir = v3_bin
     env = client_environ(
         tmp_path_factory.mktemp("sdk-v3-home"),
         bin_dir,
