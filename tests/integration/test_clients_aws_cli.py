@@ -363,3 +363,28 @@ def test_the_cli_reads_no_config_of_the_user(aws: Aws) -> None:
     assert done.returncode == 0, explain(done)
     text = done.stdout.decode()
     assert "env" in text and "us-east-1" in text
+
+
+def test_the_endpoint_can_come_from_the_environment_instead(
+    aws: Aws, smlocal: Smlocal, trap: AwsTrap
+) -> None:
+    """No --endpoint-url: AWS_ENDPOINT_URL_SAGEMAKER(_RUNTIME) send the CLI to smlocal (the answer is
+    smlocal's; the trap, where AWS_ENDPOINT_URL points, would have answered AccessDenied)."""
+    env = dict(
+        aws.env,
+        AWS_ENDPOINT_URL_SAGEMAKER=smlocal.server.url,
+        AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME=smlocal.server.url,
+    )
+    done = run_client([str(aws.bin_dir / "aws"), "sagemaker", "list-endpoints", "--output", "json"], env)
+    assert done.returncode == 0, explain(done)
+    assert "Endpoints" in json.loads(done.stdout)
+    missing = run_client(
+        [str(aws.bin_dir / "aws"), "sagemaker-runtime", "invoke-endpoint", "--endpoint-name", "nope"]
+        + ["--body", "fileb:///dev/null", "/dev/null"],
+        env,
+    )
+    assert error_line(missing) == (
+        "An error occurred (ValidationError) when calling the InvokeEndpoint operation: "
+        "Endpoint nope of account 123456789012 not found."
+    )
+    assert trap.seen == []
