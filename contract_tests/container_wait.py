@@ -21,9 +21,9 @@ from __future__ import annotations
 import time
 from typing import Any, Self
 
-import httpx
 from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
 
+from contract_tests.http_client import container_client
 from contract_tests.ping import ping_once
 from emulator.config import ContractLimits
 from emulator.errors import DeploymentFailed
@@ -99,7 +99,7 @@ class PingWaitStrategy(WaitStrategy):
         deadline = started + self._startup_timeout
         observation, attempts = "no /ping attempt yet", 0
         wrapped = container.get_wrapped_container()
-        with httpx.Client(timeout=self.ping_timeout_s) as client:
+        with container_client(timeout=self.ping_timeout_s) as client:
             while True:
                 wrapped.reload()
                 state = wrapped.attrs.get("State") or {}

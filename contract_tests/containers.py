@@ -43,6 +43,7 @@ from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.waiting_utils import WaitStrategy
 
 from contract_tests.container_wait import PingWaitStrategy, published_port
+from contract_tests.http_client import container_client
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
 from emulator.model.resources import ModelDataSource
@@ -263,7 +264,7 @@ class SageMakerContainer(DockerContainer):
 
     def _call(self, method: str, path: str, timeout_s: float, **kwargs: Any) -> ContainerResponse:
         if self._http is None:  # one client (making one costs tens of ms), no idle connections kept
-            self._http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+            self._http = container_client(limits=httpx.Limits(max_keepalive_connections=0))
         response = self._http.request(method, f"{self.url}{path}", timeout=timeout_s, **kwargs)
         return ContainerResponse(response.status_code, response.headers, response.content)
 

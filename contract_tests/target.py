@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from contract_tests.http_client import container_client
 from contract_tests.multi_model import MmeArtifacts, MmeDataProblem, is_multi_model, prepare
 from contract_tests.ping import ping_once
 from contract_tests.result import CheckSkipped
@@ -196,7 +197,7 @@ class RunningContainer:
 
     def client(self, timeout_s: float | None = None) -> httpx.Client:
         """A fresh HTTP client (own connections) for this container."""
-        return httpx.Client(
+        return container_client(
             base_url=self.base_url, timeout=timeout_s or self.config.limits.invocation_timeout_s
         )
 
@@ -216,7 +217,7 @@ class RunningContainer:
         attempts, first_response, first_healthy, slowest = 0, None, None, 0.0
         observation, body = "no /ping attempt yet", b""
         exited, exit_code = False, None
-        with httpx.Client(timeout=limits.ping_timeout_s) as client:
+        with container_client(timeout=limits.ping_timeout_s) as client:
             while True:
                 state = self.state()
                 if not state.running:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from contract_tests.http_client import container_client
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
@@ -105,7 +106,7 @@ def _watch(ctx: CheckContext, container: RunningContainer, default_port: int) ->
     bind_url, default_url = container.url_of(BIND_PORT), container.url_of(default_port)
     deadline = container.started_at + limits.startup_timeout_s
     fresh = httpx.Limits(max_keepalive_connections=0)  # a new connection per probe: nothing is reused
-    with httpx.Client(timeout=limits.ping_timeout_s, limits=fresh) as client:
+    with container_client(timeout=limits.ping_timeout_s, limits=fresh) as client:
         while True:
             state = container.state()
             if not state.running:

@@ -53,6 +53,14 @@ SERVES_FIX = (
     "accepts (`--payload FILE --content-type T`, several times for several inputs)."
 )
 
+#: Added to the fix when an input sent without Accept was answered 406.
+NO_ACCEPT_FIX = (
+    " The 406 came to a request without an Accept header: boto3 sends none unless the caller gives one "
+    "(invoke_endpoint(..., Accept=...)), and SageMaker forwards what it got, so treat a missing Accept "
+    "as */* (in Flask, `request.accept_mimetypes` is empty then); if every client of yours sends one, "
+    "give it to the checks with --accept T."
+)
+
 #: The headline warning when no payload was given and the default one got no 2xx (issue 10's wording).
 NOT_VERIFIED = "no successful invocation: the model's serving was not verified; give --payload"
 
@@ -118,9 +126,11 @@ def serves(ctx: CheckContext) -> str:
             "input it accepts with --payload FILE --content-type T"
         )
     ctx.evidence["log_tail"] = container.log_tail()
+    no_accept = any(a.status == 406 and not p.accept for p, a in zip(payloads, answers, strict=True))
     raise CheckFailed(
         f"no invocation succeeded: POST /invocations with {every}. SageMaker would answer every client "
-        f"request with ModelError.{container_note(container)} Fix: {SERVES_FIX}{log_lines(container)}"
+        f"request with ModelError.{container_note(container)} Fix: {SERVES_FIX}"
+        f"{NO_ACCEPT_FIX if no_accept else ''}{log_lines(container)}"
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from contract_tests.http_client import container_client
 from contract_tests.multi_model import (
     MmeArtifacts,
     MmeDataProblem,
@@ -172,7 +173,7 @@ def call(
     request_headers.update(headers or {})
     timeout = timeout_s or ctx.config.limits.invocation_timeout_s
     try:
-        with httpx.Client(base_url=container.base_url, timeout=timeout) as client:
+        with container_client(base_url=container.base_url, timeout=timeout) as client:
             r = client.request(method, path, content=content, headers=request_headers)
             return Reply(method, path, r.status_code, r.content)
     except httpx.TimeoutException:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from contract_tests.http_client import container_client
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, Startup, Target
@@ -96,7 +97,7 @@ def _follow_ups(ctx: CheckContext) -> list[Ping]:
         timeout = ctx.config.limits.ping_timeout_s
         pings = []
         fresh = httpx.Limits(max_keepalive_connections=0)  # a new connection per ping
-        with httpx.Client(base_url=container.base_url, timeout=timeout, limits=fresh) as client:
+        with container_client(base_url=container.base_url, timeout=timeout, limits=fresh) as client:
             for _ in range(FOLLOW_UP_PINGS):
                 sent = time.monotonic()
                 try:

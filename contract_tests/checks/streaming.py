@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from contract_tests.checks.calls import container_note, describe_payload, log_lines
 from contract_tests.checks.stream_calls import Arrival, StreamAnswer, shared, stream
+from contract_tests.http_client import container_client
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import (
@@ -377,7 +378,7 @@ def _ping(ctx: CheckContext, container: RunningContainer) -> str:
     import httpx
 
     try:
-        with httpx.Client(timeout=ctx.config.limits.ping_timeout_s) as client:
+        with container_client(timeout=ctx.config.limits.ping_timeout_s) as client:
             return f"HTTP {client.get(f'{container.base_url}/ping').status_code}"
     except httpx.HTTPError as exc:
         return f"no answer ({type(exc).__name__})"

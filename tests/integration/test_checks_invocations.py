@@ -269,6 +269,21 @@ def test_serves_passes_when_one_of_several_payloads_gets_a_2xx(run_one: RunOne, 
     assert [a["status"] for a in result.evidence["answers"]] == [413, 200]
 
 
+def test_serves_sends_no_accept_unless_given_as_boto3_does(run_one: RunOne, twin_image: TwinImage) -> None:
+    """A server that refuses requests without an Accept header (406) fails: boto3 sends none unless
+    the caller gives one, and SageMaker forwards what it got. Given `--accept */*` it serves."""
+    twin = twin_image("invocations.serves.no-accept")
+    result = run_one(SERVES_TWIN, twin, payload_given=True)
+    message = failed(result, SERVES_TWIN)
+    assert "the configured payload (2 bytes, application/json): HTTP 406 in " in message
+    assert "('echo: no Accept header')" in message
+    assert "The 406 came to a request without an Accept header: boto3 sends none" in message  # the fix
+    assert [a["status"] for a in result.evidence["answers"]] == [406]
+    accepted = run_one(SERVES_TWIN, twin, payload_given=True, accept="*/*")
+    assert accepted.outcome is Outcome.PASSED, accepted.message
+    assert "(2 bytes, application/json, Accept */*): HTTP 200" in accepted.message
+
+
 def test_checks_that_saw_only_errors_say_so(twin_image: TwinImage, tmp_path: Path) -> None:
     """Every invocation check on an image that answers 500 to everything: none reads as a plain pass."""
     expected = {
