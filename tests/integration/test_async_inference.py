@@ -412,3 +412,60 @@ def test_an_inline_body_is_queued_kept_until_run_and_answered_like_an_s3_input(
             assert error_of(refused.value) == ("ValidationError", 400, message), params
     finally:
         env.cleanup(name)
+
+
+def test_https_s3_urls_are_read_and_written_like_s3_urls(env: Smlocal, bucket: str, s3_client: Any) -> None:
+    """InputLocation and the output paths may be https:// URLs of S3 (virtual-hosted or path-style,
+    the key percent-encoded); anything else is refused with what smlocal reads."""
+    name = "async-https"
+    env.sm.create_model(ModelName=name, PrimaryContainer={"Image": env.image})
+    variant = {
+        "VariantName": "AllTraffic",
+        "ModelName": name,
+        "InitialInstanceCount": 1,
+        "InstanceType": "ml.m5.large",
+    }
+    with pytest.raises(ClientError) as bad_output:
+        env.sm.create_endpoint_config(
+            EndpointConfigName=name,
+            ProductionVariants=[variant],
+            AsyncInferenceConfig={"OutputConfig": {"S3OutputPath": "https://example.com/out"}},
+        )
+    assert error_of(bad_output.value) == (
+        "ValidationException",
+        400,
+        "AsyncInferenceConfig.OutputConfig.S3OutputPath https://example.com/out is not an S3 location: use "
+        "s3://bucket/prefix or https://bucket.s3.REGION.amazonaws.com/prefix.",
+    )
+    env.sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[variant],
+        AsyncInferenceConfig={
+            "OutputConfig": {"S3OutputPath": f"https://s3.us-east-1.amazonaws.com/{bucket}/{name}/out"}
+        },
+    )
+    env.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    try:
+        assert env.wait(name)["EndpointStatus"] == "InService"
+        put_input(s3_client, bucket, "inputs/with space.json", b"https in")
+        for location in (
+            f"https://{bucket}.s3.amazonaws.com/inputs/with%20space.json",
+            f"https://s3.us-east-1.amazonaws.com/{bucket}/inputs/with%20space.json",
+        ):
+            answer = env.rt.invoke_endpoint_async(EndpointName=name, InputLocation=location)
+            assert answer["OutputLocation"].startswith(
+                f"https://s3.us-east-1.amazonaws.com/{bucket}/{name}/out/"
+            )
+            key = answer["OutputLocation"].split(f"/{bucket}/", 1)[1]
+            assert s3_object(s3_client, f"s3://{bucket}/{key}")["Body"].read() == b"https in", location
+        with pytest.raises(ClientError) as refused:
+            env.rt.invoke_endpoint_async(EndpointName=name, InputLocation="https://example.com/in.json")
+        assert error_of(refused.value) == (
+            "ValidationError",
+            400,
+            "InputLocation https://example.com/in.json is not an S3 object URL: smlocal reads asynchronous "
+            "inputs from s3://bucket/key or https://bucket.s3.REGION.amazonaws.com/key (or "
+            "https://s3.REGION.amazonaws.com/bucket/key) only.",
+        )
+    finally:
+        env.cleanup(name)

@@ -17,7 +17,6 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlparse
 
 from emulator.config import ServerConfig
 from emulator.errors import ValidationFailed
@@ -26,8 +25,10 @@ from emulator.hosting.async_inference.worker import AsyncEndpoint, AsyncMetrics
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.invoker import FaultContext, Invoker
 from emulator.hosting.fleet.variants import EndpointFleet
+from emulator.model import messages
 from emulator.model.arns import Account
 from emulator.model.resources import AsyncInference
+from emulator.model.s3_urls import s3_location
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,11 @@ SAMPLES_PER_PERIOD = 6
 
 
 def _split(url: str) -> tuple[str, str]:
-    parsed = urlparse(url)
-    return parsed.netloc, parsed.path.lstrip("/")
+    """The bucket and key of an S3 URL (s3:// or https://, checked where the URL came in)."""
+    location = s3_location(url)
+    if location is None:
+        raise ValueError(f"not an S3 object URL: {url}")
+    return location
 
 
 class AsyncInferenceHost:
@@ -183,11 +187,8 @@ class AsyncInferenceHost:
         """Queue one request: its input at `input_location` (s3://) or `inline_body` (kept in the
         queue's folder until the request ends)."""
         endpoint = self._endpoints[name]
-        if input_location is not None and urlparse(input_location).scheme != "s3":  # [U] s3:// only
-            raise ValidationFailed(
-                f"InputLocation {input_location} is not an s3:// URL: smlocal reads asynchronous inputs "
-                "from S3 URLs (s3://bucket/key) only."
-            )
+        if input_location is not None and s3_location(input_location) is None:
+            raise ValidationFailed(messages.async_input_not_s3(input_location))
         settings = endpoint.settings
         inference_id = inference_id or str(uuid.uuid4())
         tail = f"/{extension.strip('/')}" if extension else ""

@@ -13,6 +13,8 @@ __all__ = [
     "async_input_unreadable",
     "async_model_failure",
     "async_input_exactly_one",
+    "async_input_not_s3",
+    "async_output_not_s3",
 ]
 
 
@@ -56,4 +58,19 @@ def async_input_exactly_one() -> str:  # [U]
     return (
         "Provide exactly one of InputLocation and Body: the input in S3 (InputLocation) or inline "
         "(Body, up to 128000 bytes)."
+    )
+
+
+def async_input_not_s3(location: str) -> str:  # [U]
+    return (
+        f"InputLocation {location} is not an S3 object URL: smlocal reads asynchronous inputs from "
+        "s3://bucket/key or https://bucket.s3.REGION.amazonaws.com/key (or "
+        "https://s3.REGION.amazonaws.com/bucket/key) only."
+    )
+
+
+def async_output_not_s3(member: str, path: str) -> str:  # [U]
+    return (
+        f"AsyncInferenceConfig.OutputConfig.{member} {path} is not an S3 location: use s3://bucket/prefix "
+        "or https://bucket.s3.REGION.amazonaws.com/prefix."
     )

@@ -16,6 +16,7 @@ from emulator.model.resources import (
     RoutingStrategy,
     ServerlessConfig,
 )
+from emulator.model.s3_urls import s3_location
 from emulator.wire.serialize.common import tags_input, unsupported
 from emulator.wire.serialize_deployment import deployment_config_input
 
@@ -143,6 +144,10 @@ def async_inference_input(c: Mapping[str, Any] | None) -> AsyncInference | None:
     notification = output.get("NotificationConfig") or {}
     if "S3OutputPath" not in output:  # [U] text; the model leaves it optional
         raise ValidationFailed("AsyncInferenceConfig.OutputConfig.S3OutputPath is required.")
+    for member in ("S3OutputPath", "S3FailurePath"):
+        path = output.get(member)
+        if path is not None and s3_location(path.rstrip("/") + "/x") is None:
+            raise ValidationFailed(messages.async_output_not_s3(member, path))
     return AsyncInference(
         s3_output_path=output["S3OutputPath"],
         s3_failure_path=output.get("S3FailurePath"),
