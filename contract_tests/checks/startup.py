@@ -116,6 +116,24 @@ def _s(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*$")
+
+
+def python_error(logs: str) -> str | None:
+    """The first exception a Python traceback in the log ended with (`ModuleNotFoundError: No module
+    named 'x'`), None without one. A server manager's own halt that follows (gunicorn's HaltServer,
+    'Worker failed to boot') is passed over: the cause is the worker's error before it."""
+    in_traceback = False
+    for line in logs.splitlines():
+        if line.startswith("Traceback (most recent call last):"):
+            in_traceback = True
+        elif in_traceback and not line.startswith((" ", "\t")) and line.strip():
+            in_traceback = False
+            if _EXCEPTION_LINE.match(line) and "HaltServer" not in line:
+                return line.strip()
+    return None
+
+
 def _logs(text: str) -> str:
     """The log tail, indented, with runs of one repeated line (a ping log, say) shown once."""
     lines = text.rstrip().splitlines()
@@ -207,11 +225,22 @@ def no_exit(ctx: CheckContext) -> str:
         hint = ""
         if code in (126, 127):
             hint = f" Exit code {code} is the shell's 'command not executable/not found'."
+        error = python_error(startup.all_logs or startup.logs)
+        fix = (
+            "The ENTRYPOINT must accept the argument `serve` and keep the HTTP server running in the "
+            "foreground."
+        )
+        if error is not None:
+            ctx.evidence["python_error"] = error
+            fix = (
+                f"The log shows a Python error at start: `{error}`. Fix that first (a package missing from "
+                "the image, an import or a file that fails at start): the ENTRYPOINT itself may be right. "
+                + fix
+            )
         raise CheckFailed(
             f"`docker run {image} serve` exited with code {code} after {_s(startup.elapsed_s)}, before "
             f"GET /ping ever answered 200 ({_n(startup.attempts, 'attempt')}).{hint} {_logs(startup.logs)}\n"
-            f"The ENTRYPOINT must accept the argument `serve` and keep the HTTP server running in the "
-            f"foreground.",
+            f"{fix}",
             exit_code=code,
             logs=startup.logs,
         )

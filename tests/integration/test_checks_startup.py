@@ -82,6 +82,19 @@ def test_no_exit_fails_when_the_server_exits_at_start(
     assert "start.no-exit" in results["start.listens"].message
 
 
+def test_no_exit_names_the_python_error_behind_a_failed_boot(
+    run_group: GroupRunner, twin_image: Callable[[str], str]
+) -> None:
+    results = run_group(twin_image("start.no-exit.import-error"))
+    failed = results["start.no-exit"]
+    assert failed.outcome is Outcome.FAILED, failed.message
+    assert "exited with code 3" in failed.message
+    assert "HaltServer" in failed.message  # the last log lines: the arbiter's, not the cause
+    error = "ModuleNotFoundError: No module named 'numpy_is_not_in_this_image'"
+    assert f"The log shows a Python error at start: `{error}`. Fix that first" in failed.message
+    assert failed.evidence["python_error"] == error
+
+
 def test_no_exit_fails_when_the_entrypoint_rejects_serve(
     run_group: GroupRunner, twin_image: Callable[[str], str]
 ) -> None:
