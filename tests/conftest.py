@@ -1,6 +1,7 @@
 """Shared fixtures. Docker-backed fixtures live in tests/fixtures/ and are loaded as plugins."""
 
 pytest_plugins = [
+    "tests.fixtures.client_envs",
     "tests.fixtures.docker_env",
     "tests.fixtures.keepalive",
     "tests.fixtures.s3server",

@@ -21,7 +21,6 @@ import pytest
 from tests.fixtures.client_envs import (
     EXAMPLES,
     AwsTrap,
-    aws_trap,
     client_env,
     client_environ,
     explain,
@@ -49,12 +48,6 @@ class Aws:
         done = self(*args, "--output", "json")
         assert done.returncode == 0, explain(done)
         return json.loads(done.stdout)
-
-
-@pytest.fixture(scope="module")
-def trap() -> Iterator[AwsTrap]:
-    with aws_trap() as trap:
-        yield trap
 
 
 @pytest.fixture(scope="module")

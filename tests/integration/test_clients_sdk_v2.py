@@ -19,7 +19,6 @@ import pytest
 from tests.fixtures.client_envs import (
     EXAMPLES,
     AwsTrap,
-    aws_trap,
     client_env,
     client_environ,
     explain,
@@ -28,12 +27,6 @@ from tests.fixtures.client_envs import (
 from tests.fixtures.smlocal_server import Smlocal, model_tar
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="module")
-def trap() -> Iterator[AwsTrap]:
-    with aws_trap() as trap:
-        yield trap
 
 
 @pytest.fixture(scope="module")

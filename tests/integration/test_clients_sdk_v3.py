@@ -9,7 +9,6 @@ AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME; every other service goes to a trap that must
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ import pytest
 from tests.fixtures.client_envs import (
     EXAMPLES,
     AwsTrap,
-    aws_trap,
     client_env,
     client_environ,
     explain,
@@ -26,12 +24,6 @@ from tests.fixtures.client_envs import (
 from tests.fixtures.smlocal_server import Smlocal
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="module")
-def trap() -> Iterator[AwsTrap]:
-    with aws_trap() as trap:
-        yield trap
 
 
 @pytest.fixture(scope="module")
