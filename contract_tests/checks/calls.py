@@ -363,3 +363,25 @@ def baseline(ctx: CheckContext, client: httpx.Client) -> Answer:
             "again); see invocations.timely"
         )
     return answer
+
+
+def served_answers(ctx: CheckContext, payloads: tuple[Payload, ...]) -> list[Answer]:
+    """The shared container's answer to each configured payload, each sent once per run (the first
+    is the steady-state baseline): what invocations.serves and serverless.payload-size judge."""
+    container = ctx.target.healthy()
+    run = run_of(ctx.target)
+    with container.client() as client:
+        for i, payload in enumerate(payloads):
+            if i not in run.served:
+                run.served[i] = (
+                    steady(ctx, client)
+                    if i == 0
+                    else invoke(
+                        ctx,
+                        client,
+                        body=payload.body,
+                        headers=payload_headers(payload),
+                        read_limit=read_limit(ctx),
+                    )
+                )
+    return [run.served[i] for i in range(len(payloads))]

@@ -33,9 +33,8 @@ from contract_tests.checks.calls import (
     log_lines,
     needs_variants,
     noted,
-    payload_headers,
-    read_limit,
     run_of,
+    served_answers,
     steady,
     variants_skip,
 )
@@ -83,23 +82,8 @@ ENV SAGEMAKER_PROGRAM=inference.py SAGEMAKER_SUBMIT_DIRECTORY=/opt/program
 )
 def serves(ctx: CheckContext) -> str:
     container = ctx.target.healthy()
-    run = run_of(ctx.target)
     payloads = ctx.config.payloads
-    with container.client() as client:
-        for i, payload in enumerate(payloads):
-            if i not in run.served:
-                run.served[i] = (
-                    steady(ctx, client)
-                    if i == 0
-                    else invoke(
-                        ctx,
-                        client,
-                        body=payload.body,
-                        headers=payload_headers(payload),
-                        read_limit=read_limit(ctx),
-                    )
-                )
-    answers = [run.served[i] for i in range(len(payloads))]
+    answers = served_answers(ctx, payloads)
     ctx.evidence["answers"] = [
         {"payload": p.source, "status": a.status, "error": a.error, "body": a.excerpt(NOTE_EXCERPT)}
         for p, a in zip(payloads, answers, strict=True)

@@ -26,9 +26,8 @@ from contract_tests.checks.calls import (
     describe_payload,
     invoke,
     noted,
-    payload_headers,
     read_limit,
-    run_of,
+    served_answers,
     steady,
 )
 from contract_tests.registry import check
@@ -36,7 +35,6 @@ from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import (
     SERVERLESS_MAX_PAYLOAD_BYTES,
     CheckContext,
-    Payload,
     RunningContainer,
     Startup,
 )
@@ -357,7 +355,7 @@ def payload_size(ctx: CheckContext) -> str:
             f"'Request {{request-id}} has oversize body.' and the container never sees it. "
             f"Fix: {PAYLOAD_FIX}"
         )
-    answers = _answers(ctx, payloads)
+    answers = served_answers(ctx, payloads)
     ctx.evidence["response_bytes"] = [a.size for a in answers]
     over = [(p, a) for p, a in zip(payloads, answers, strict=True) if a.size > cap]
     if over:
@@ -373,28 +371,6 @@ def payload_size(ctx: CheckContext) -> str:
         )
     sizes = ", ".join(f"{len(p.body):,} -> {a.size:,}" for p, a in zip(payloads, answers, strict=True))
     return noted(f"requests and answers within {cap:,} bytes (request -> answer bytes: {sizes})", answers)
-
-
-def _answers(ctx: CheckContext, payloads: tuple[Payload, ...]) -> list[Answer]:
-    """The shared container's answer to each configured payload (each sent once per run: the same
-    answers invocations.serves judges)."""
-    container = ctx.target.healthy()
-    run = run_of(ctx.target)
-    with container.client() as client:
-        for i, payload in enumerate(payloads):
-            if i not in run.served:
-                run.served[i] = (
-                    steady(ctx, client)
-                    if i == 0
-                    else invoke(
-                        ctx,
-                        client,
-                        body=payload.body,
-                        headers=payload_headers(payload),
-                        read_limit=read_limit(ctx),
-                    )
-                )
-    return [run.served[i] for i in range(len(payloads))]
 
 
 @check(
