@@ -64,6 +64,10 @@ def bad_treat_missing(value: str) -> str:
     return f"TreatMissingData {value} is not one of {', '.join(t.value for t in TreatMissing)}."
 
 
+def metric_needs(member: str) -> str:  # [U]: CloudWatch's text for a Metric without it is unknown
+    return f"A metric needs its {member}: smlocal finds metrics by namespace, name and dimensions."
+
+
 def alarm_needs(member: str) -> str:
     return f"{member} is required for an alarm on a single metric (smlocal supports no other kind)."
 

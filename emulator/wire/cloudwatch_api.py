@@ -20,6 +20,7 @@ from aiohttp import web
 
 from emulator.errors import SmlocalError, UnknownOperation, ValidationFailed
 from emulator.hosting.monitoring.alarms import AlarmService
+from emulator.wire import unsupported
 from emulator.wire.cloudwatch_codec import CBOR, JSON, Codec
 from emulator.wire.cloudwatch_operations import (
     Handler,
@@ -64,7 +65,9 @@ def dispatch(svc: AlarmService, operation: str, body: bytes, request_id: str, co
         params = codec.decode(body)
         if not isinstance(params, dict):
             raise ValidationFailed("The request body must be a map of the operation's members.")
-        validate_input(operation_model(CLOUDWATCH, operation).input_shape, params)
+        shape = operation_model(CLOUDWATCH, operation).input_shape
+        validate_input(shape, params)
+        unsupported.check(shape, params)
         result = handler(svc, without_nulls(params))
     except (SmlocalError, KeyError, TypeError, ValueError) as exc:
         return codec.error(exc, request_id)

@@ -41,6 +41,9 @@ def _maybe_time(value: Any) -> datetime | None:
 
 
 def _metric(p: Params) -> al.Metric:
+    for member in ("Namespace", "MetricName"):  # optional in the model's Metric, needed to find one
+        if not p.get(member):
+            raise ValidationFailed(alarm_messages.metric_needs(member))
     dims = tuple((d["Name"], d["Value"]) for d in p.get("Dimensions") or ())
     return al.Metric(p["Namespace"], p["MetricName"], dims)
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from emulator.errors import MalformedRequest, SmlocalError, UnknownOperation
+from emulator.wire import unsupported
 from emulator.wire.errors import control_error
 from emulator.wire.service_models import operation_model
 from emulator.wire.validation import validate_input
@@ -69,7 +70,9 @@ async def dispatch(
         if handler is None:
             raise UnknownOperation(service_title, operation)
         params = parse_object(body)
-        validate_input(operation_model(service, operation).input_shape, validatable(operation, params))
+        shape = operation_model(service, operation).input_shape
+        validate_input(shape, validatable(operation, params))
+        unsupported.check(shape, params)  # what the model allows and smlocal does not implement: 400
         result = await handler(svc, without_nulls(params))
     except (SmlocalError, KeyError, TypeError, ValueError) as exc:
         return control_error(exc, request_id)

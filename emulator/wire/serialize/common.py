@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from emulator.errors import ValidationFailed
+from emulator.wire.unsupported import unsupported
+
+__all__ = ["JSON", "LOCAL_URI_PREFIXES", "epoch_seconds", "is_local_uri", "tags_input", "unsupported"]
 
 JSON = dict[str, Any]
 
@@ -24,7 +26,3 @@ def epoch_seconds(value: datetime) -> float:
 
 def tags_input(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple((t["Key"], t.get("Value", "")) for t in params.get("Tags") or ())
-
-
-def unsupported(feature: str) -> ValidationFailed:
-    return ValidationFailed(f"{feature} is not supported by smlocal yet. See docs/api-coverage.md.")

@@ -19,6 +19,7 @@ from emulator.model.resources import (
 from emulator.model.s3_urls import s3_location
 from emulator.wire.serialize.common import tags_input, unsupported
 from emulator.wire.serialize_deployment import deployment_config_input
+from emulator.wire.unsupported import REFUSED_MEMBERS
 
 
 def container_definition(c: Mapping[str, Any]) -> ContainerDefinition:
@@ -75,12 +76,8 @@ def create_model_input(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
-    for feature in (
-        "ManagedInstanceScaling",
-        "InstancePools",
-        "CapacityReservationConfig",
-    ):
-        if feature in v:
+    for feature in REFUSED_MEMBERS["ProductionVariant"]:  # refused before parsing (wire/unsupported.py)
+        if feature in v:  # ... and here too, for callers that parse without the wire's check
             raise unsupported(f"ProductionVariant {feature}")
     if "ModelName" not in v:
         raise unsupported("A production variant without ModelName (inference components)")
@@ -121,11 +118,7 @@ def serverless_input(v: Mapping[str, Any]) -> ServerlessConfig | None:
 
 
 def create_endpoint_config_input(params: Mapping[str, Any]) -> dict[str, Any]:
-    for feature in (
-        "ShadowProductionVariants",
-        "ExplainerConfig",
-        "DataCaptureConfig",
-    ):
+    for feature in REFUSED_MEMBERS["CreateEndpointConfigInput"]:
         if feature in params:
             raise unsupported(feature)
     return {
