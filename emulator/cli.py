@@ -228,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--iam-policies",
         metavar="FILE",
-        help="authorize InvokeEndpoint against the identity-based IAM policies in FILE (JSON: access "
+        help="authorize the invoke operations against the identity-based IAM policies in FILE (JSON: access "
         "key ids -> an ARN and policy documents; docs/api-coverage.md); without it every call is allowed",
     )
     _archive_arguments(p)

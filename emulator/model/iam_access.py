@@ -26,6 +26,9 @@ from emulator.errors import AccessDenied, MissingAuthentication, PolicyFileInval
 from emulator.model.iam_policy import Decision, Policy, Request, evaluate, parse_policy
 
 INVOKE_ENDPOINT = "sagemaker:InvokeEndpoint"
+#: InvokeEndpointAsync's own action (the service authorization reference lists it apart from
+#: InvokeEndpoint; InvokeEndpointWithResponseStream has none of its own and needs InvokeEndpoint).
+INVOKE_ENDPOINT_ASYNC = "sagemaker:InvokeEndpointAsync"
 #: The condition key IAM documents for InvokeEndpoint on a Direct multi-container endpoint.
 TARGET_CONTAINER_HOSTNAME = "sagemaker:targetcontainerhostname"
 #: ... and on a multi-model endpoint (the request's TargetModel).

@@ -32,14 +32,20 @@ def access_key_id(headers: Mapping[str, str], query: Mapping[str, str]) -> str |
 
 
 class AccessCheck:
-    """InvokeEndpoint's authorization against the loaded policies: raises NotAuthorized (403)."""
+    """An invoke operation's authorization against the loaded policies: raises AccessDenied (403).
+    `action` is the IAM action the operation needs: sagemaker:InvokeEndpoint (InvokeEndpoint and
+    InvokeEndpointWithResponseStream) or sagemaker:InvokeEndpointAsync."""
 
     def __init__(self, policies: AccessPolicies, account: Account) -> None:
         self.policies = policies
         self.account = account
 
     def invoke_endpoint(
-        self, headers: Mapping[str, str], query: Mapping[str, str], members: dict[str, Any]
+        self,
+        headers: Mapping[str, str],
+        query: Mapping[str, str],
+        members: dict[str, Any],
+        action: str = INVOKE_ENDPOINT,
     ) -> None:
         keys: dict[str, str] = {}
         hostname = members.get("TargetContainerHostname")
@@ -50,7 +56,7 @@ class AccessCheck:
             keys[TARGET_MODEL] = target_model
         self.policies.authorize(
             access_key_id(headers, query),
-            INVOKE_ENDPOINT,
+            action,
             self.account.endpoint_arn(members["EndpointName"]),
             keys,
         )

@@ -28,6 +28,7 @@ from emulator.hosting.fleet.stream import ContainerStream
 from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.sampler import Sampler
 from emulator.model import messages
+from emulator.model.iam_access import INVOKE_ENDPOINT
 from emulator.wire.access import AccessCheck
 from emulator.wire.errors import runtime_error
 from emulator.wire.service_models import SAGEMAKER_RUNTIME, operation_model
@@ -109,6 +110,7 @@ async def read_invocation(
     access: AccessCheck | None,
     shape: Any = _INVOKE.input_shape,
     header_members: tuple[tuple[str, str], ...] = _HEADER_MEMBERS,
+    action: str = INVOKE_ENDPOINT,
 ) -> dict[str, Any]:
     """An invoke request's members (Body included): read within the cap, validated against the
     operation's botocore shape, authorized (`--iam-policies`: IAM decides before SageMaker's own
@@ -121,7 +123,7 @@ async def read_invocation(
         if isinstance(value, str):
             members[name] = int(value)
     if access is not None:
-        access.invoke_endpoint(request.headers, request.query, members)
+        access.invoke_endpoint(request.headers, request.query, members, action)
     check_unsupported(members)
     return members
 

@@ -1,7 +1,8 @@
 """InvokeEndpointAsync (rest-json): POST /endpoints/{EndpointName}/async-invocations.
 
-The request is validated as InvokeEndpoint's (botocore's model, IAM, the body cap) and joins the
-endpoint's queue; the answer is 202 at once with `{"InferenceId"}` in the body and the
+The request is validated as InvokeEndpoint's (botocore's model, the body cap), authorized as
+sagemaker:InvokeEndpointAsync (its own IAM action, not InvokeEndpoint's) and joins the endpoint's
+queue; the answer is 202 at once with `{"InferenceId"}` in the body and the
 X-Amzn-SageMaker-OutputLocation / -FailureLocation headers (spec §1.4). The input is read from S3
 when a worker runs the request (hosting/async_inference/), or comes inline as the request's Body (at
 most 128,000 bytes; exactly one of the two).
@@ -16,6 +17,7 @@ from aiohttp import web
 from emulator.errors import SmlocalError, ValidationFailed
 from emulator.hosting.endpoints.service import HostingService
 from emulator.model import messages
+from emulator.model.iam_access import INVOKE_ENDPOINT_ASYNC
 from emulator.wire.access import AccessCheck
 from emulator.wire.errors import runtime_error
 from emulator.wire.runtime_api import header_members, read_invocation, register_integer_members
@@ -42,7 +44,9 @@ async def invoke_endpoint_async(
 ) -> web.Response:
     request_id = str(uuid.uuid4())
     try:
-        members = await read_invocation(request, svc, access, _ASYNC.input_shape, _HEADER_MEMBERS)
+        members = await read_invocation(
+            request, svc, access, _ASYNC.input_shape, _HEADER_MEMBERS, INVOKE_ENDPOINT_ASYNC
+        )
         options = {kw: members[m] for m, kw in _OPTIONS.items() if m in members}
         location, body = members.get("InputLocation"), members.get("Body") or b""
         if (location is None) == (not body):  # [U] text: SageMaker's model says "provide exactly one"

@@ -33,6 +33,7 @@ ACCOUNT = "123456789012"
 ENDPOINT_ARN = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:endpoint/guarded"
 HOST = "sagemaker:TargetContainerHostname"
 INVOKE = "sagemaker:InvokeEndpoint"
+INVOKE_ASYNC = "sagemaker:InvokeEndpointAsync"
 
 
 def _user(name: str) -> str:
@@ -100,6 +101,21 @@ POLICIES = {
                 )
             ],
         },
+        # only InvokeEndpointAsync, its own action (not InvokeEndpoint's)
+        "AKIAERIN": {
+            "arn": _user("erin"),
+            "policies": [_policy({"Effect": "Allow", "Action": INVOKE_ASYNC, "Resource": ENDPOINT_ARN})],
+        },
+        # everything but InvokeEndpointAsync
+        "AKIAFRANK": {
+            "arn": _user("frank"),
+            "policies": [
+                _policy(
+                    {"Effect": "Allow", "Action": "*", "Resource": "*"},
+                    {"Effect": "Deny", "Action": INVOKE_ASYNC, "Resource": "*"},
+                )
+            ],
+        },
     }
 }
 
@@ -121,13 +137,13 @@ def reached(client: Any, host: str) -> None:
     assert got["Body"].read().startswith(f"hi|{host}:".encode())
 
 
-def _denied(user: str, explicit: bool) -> str:
+def _denied(user: str, explicit: bool, action: str = INVOKE) -> str:
     reason = (
         "with an explicit deny in an identity-based policy"
         if explicit
-        else "because no identity-based policy allows the sagemaker:InvokeEndpoint action"
+        else f"because no identity-based policy allows the {action} action"
     )
-    return f"User: {_user(user)} is not authorized to perform: {INVOKE} on resource: {ENDPOINT_ARN} {reason}"
+    return f"User: {_user(user)} is not authorized to perform: {action} on resource: {ENDPOINT_ARN} {reason}"
 
 
 def runtime(url: str, key: str) -> Any:
@@ -356,3 +372,38 @@ def test_the_stream_operation_is_authorized_as_invoke_endpoint(guarded: Smlocal)
                 EndpointName="guarded", Body=b"hi", **extra
             )
         assert error_of(exc) == ("AccessDeniedException", 403, _denied(user, explicit))
+
+
+def _invoke_async(client: Any) -> tuple[str, int, str]:
+    with pytest.raises(ClientError) as exc:
+        client.invoke_endpoint_async(EndpointName="guarded", InputLocation="s3://bucket/input.json")
+    return error_of(exc)
+
+
+def test_invoke_endpoint_async_is_authorized_as_its_own_action(guarded: Smlocal) -> None:
+    """sagemaker:InvokeEndpointAsync (the service authorization reference lists it apart from
+    InvokeEndpoint): an Allow of only it lets InvokeEndpointAsync through to SageMaker's own check (the
+    endpoint is not asynchronous) and refuses InvokeEndpoint; a Deny of it refuses InvokeEndpointAsync
+    and nothing else. (It was authorized as sagemaker:InvokeEndpoint: the Deny let it through and the
+    Allow refused it.)"""
+    erin = runtime(guarded.server.url, "AKIAERIN")
+    assert _invoke_async(erin) == (
+        "ValidationError",
+        400,
+        "Endpoint guarded is not an asynchronous endpoint: InvokeEndpointAsync needs an endpoint config "
+        "with AsyncInferenceConfig. Call InvokeEndpoint.",
+    )
+    assert refused(erin, EndpointName="guarded", Body=b"hi", TargetContainerHostname="public") == (
+        "AccessDeniedException",
+        403,
+        _denied("erin", explicit=False),
+    )
+    frank = runtime(guarded.server.url, "AKIAFRANK")
+    assert _invoke_async(frank) == ("AccessDeniedException", 403, _denied("frank", True, INVOKE_ASYNC))
+    reached(frank, "public")
+    # without a policy that allows it: the implicit deny names the async action
+    assert _invoke_async(runtime(guarded.server.url, "AKIABOB")) == (
+        "AccessDeniedException",
+        403,
+        _denied("bob", False, INVOKE_ASYNC),
+    )
