@@ -171,6 +171,34 @@ def test_an_intermediate_payload_over_5_mb_is_a_model_error_naming_both(
         smlocal.cleanup("mc-big")
 
 
+def test_an_intermediate_payload_over_the_6_mb_cap_gets_the_pipeline_text(
+    smlocal: Smlocal, echo_bind_image: str
+) -> None:
+    """An intermediate answer over the client's 6,291,456-byte cap is still the pipeline's case (it
+    got the generic "The response from container first exceeded the maximum payload size" text)."""
+    tag = len(b"a|first:application/octet-stream;accept=-")
+    size = 7 * 1024 * 1024
+    containers = [
+        {**stage(echo_bind_image, "first", STAGE_GROW=str(size - tag)), "ContainerHostname": "first"},
+        {**stage(echo_bind_image, "second"), "ContainerHostname": "second"},
+    ]
+    assert deploy_multi(smlocal, "mc-huge", containers)["EndpointStatus"] == "InService"
+    try:
+        with pytest.raises(ClientError) as info:
+            smlocal.rt.invoke_endpoint(
+                EndpointName="mc-huge", Body=b"a", ContentType="application/octet-stream"
+            )
+        assert error_of(info) == (
+            "ModelError",
+            424,
+            f"Received response from first with status code 200. However, the request payload from first "
+            f"to second is {size} bytes, which has exceeded the maximum limit of 5 MB.",
+        )
+        assert info.value.response["OriginalStatusCode"] == 200
+    finally:
+        smlocal.cleanup("mc-huge")
+
+
 def test_the_invocation_budget_is_end_to_end(smlocal: Smlocal, echo_bind_image: str) -> None:
     """Each container answers within the test server's 2 s, the two together do not."""
     containers = [stage(echo_bind_image, n, INVOKE_SLEEP_S="1.2") for n in ("one", "two")]

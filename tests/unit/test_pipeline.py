@@ -7,12 +7,13 @@ import asyncio
 from typing import Any
 
 import pytest
+from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from emulator.errors import ModelErrorResponse, ModelFault
+from emulator.errors import ModelErrorResponse, ModelFault, ModelResponseTooLarge
 from emulator.hosting.fleet import pipeline
-from emulator.hosting.fleet.invoker import ContainerReply, FaultContext
+from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, Invoker, ResponseCap
 from emulator.hosting.fleet.variants import Instance, InstanceContainer
 from emulator.model.arns import Account
 from emulator.runtime.base import ContainerHandle
@@ -30,6 +31,7 @@ class FakeInvoker:
     def __init__(self, fail_at: int | None = None) -> None:
         self.sent: list[tuple[str, bytes, dict[str, str], float | None]] = []
         self.fail_at = fail_at
+        self.caps: list[Any] = []
 
     async def invoke(
         self,
@@ -39,8 +41,10 @@ class FakeInvoker:
         context: FaultContext,
         container: str = "primary",
         timeout_s: float | None = None,
+        cap: Any = None,
     ) -> ContainerReply:
         hop = len(self.sent)
+        self.caps.append(cap)
         self.sent.append((container, body, dict(headers), timeout_s))
         if hop == self.fail_at:
             fault = context.fault(ModelErrorResponse, 500, "no", container)
@@ -79,3 +83,72 @@ def test_a_failing_hop_carries_the_latency_so_far_and_is_never_retried_elsewhere
     assert info.value.model_latency_s == pytest.approx(0.1 + 0.5)
     assert info.value.__cause__ is None  # the invoke path retries only a first hop's refused connect
     assert len(invoker.sent) == 2
+
+
+def test_every_hop_but_the_last_is_capped_at_5_mb_with_the_pipeline_text() -> None:
+    """The cap goes to the invoker (which reads within it), so an intermediate answer of any size,
+    over the client's 6 MB cap too, gets the pipeline's text naming both containers."""
+    invoker = FakeInvoker()
+    run(invoker, 3, {})
+    caps = invoker.caps
+    assert caps[2] is None and all(c.max_bytes == 5 * 1024 * 1024 for c in caps[:2])
+    fault = caps[1].fault(200, 7_000_000, True)
+    assert isinstance(fault, ModelResponseTooLarge) and fault.original_status == 200
+    assert fault.message == (
+        "Received response from container-2 with status code 200. However, the request payload from "
+        "container-2 to container-3 is 7000000 bytes, which has exceeded the maximum limit of 5 MB."
+    )
+    assert caps[0].fault(201, 5_300_000, False).message == (
+        "Received response from container-1 with status code 201. However, the request payload from "
+        "container-1 to container-2 is at least 5300000 bytes, which has exceeded the maximum limit of 5 MB."
+    )
+
+
+def test_the_invoker_reads_a_chunked_answer_only_up_to_the_cap() -> None:
+    """A real server answering 7 MiB chunked: the invoker stops past the cap (5 MiB + one read kept)
+    and raises the cap's own fault, 'at least' the bytes it read."""
+    cap_bytes = 5 * 1024 * 1024
+
+    async def big(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        for _ in range(7 * 16):
+            await resp.write(b"x" * 65536)
+        await resp.write_eof()
+        return resp
+
+    seen: list[tuple[int, int, bool]] = []
+
+    def fault(status: int, size: int, exact: bool) -> ModelFault:
+        seen.append((status, size, exact))
+        return ModelResponseTooLarge("too big", status, "too big", "arn")
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_post("/invocations", big)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        invoker = Invoker(6_291_456, 30.0)
+        await invoker.start()
+        try:
+            with pytest.raises(ModelResponseTooLarge):
+                await invoker.invoke(
+                    URL(f"http://127.0.0.1:{port}/invocations"),
+                    b"in",
+                    CIMultiDict(),
+                    CONTEXT,
+                    "first",
+                    cap=ResponseCap(cap_bytes, fault),
+                )
+        finally:
+            await invoker.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
+    [(status, size, exact)] = seen
+    assert status == 200 and not exact and cap_bytes < size <= cap_bytes + 2**17

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextvars
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +73,17 @@ class FaultContext:
             container,
         )
         return cls(message, status, original, self.account.log_group_arn(self.endpoint_name))
+
+
+@dataclass(frozen=True)
+class ResponseCap:
+    """A smaller cap than the invocation's for one call, with its own fault: a pipeline's hop
+    before the last may hand at most 5 MB to the next (fleet/pipeline.py), with SageMaker's text
+    for that. `fault(status, size, exact)`: `size` is the Content-Length (`exact`), else the bytes
+    read when the cap was passed."""
+
+    max_bytes: int
+    fault: Callable[[int, int, bool], ModelFault]
 
 
 #: Whether the connection the current task's request got was a reused pooled one (set by
@@ -169,10 +180,12 @@ class Invoker:
         context: FaultContext,
         container: str = "primary",
         timeout_s: float | None = None,
+        cap: ResponseCap | None = None,
     ) -> ContainerReply:
         """POST the body to the container's /invocations URL (a prebuilt URL: no parsing per request).
         `container`: the name a ModelError gives it; `timeout_s`: what is left of the budget (a
-        pipeline's later hops), else the invocation timeout.
+        pipeline's later hops), else the invocation timeout; `cap`: a smaller response cap, with
+        its own fault, for a 2xx answer (a pipeline's intermediate hop).
 
         Redirects are never followed: a 3xx is the container's answer, a ModelError like any
         non-2xx (following one would send the body to whatever URL the container names)."""
@@ -184,14 +197,16 @@ class Invoker:
             resp = await self.send(url, body, headers, timeout, started, budget_s)
             answered = True
             async with resp:
-                if resp.content_length is not None and resp.content_length > self._max_response:
+                if cap is not None and 200 <= resp.status < 300:
+                    data = await self._read_within(resp, cap)
+                elif resp.content_length is not None and resp.content_length > self._max_response:
                     raise context.fault(
                         ModelResponseTooLarge,
                         0,
                         messages.response_too_large(self._max_response, container),
                         container,
                     )
-                if resp.content_length is not None:
+                elif resp.content_length is not None:
                     data = await resp.read()
                 else:
                     data = await self.read_capped(resp, context, container)
@@ -248,6 +263,22 @@ class Invoker:
     ) -> aiohttp.ClientResponse:
         """Send the request and read the status line and headers (the body is read by the caller)."""
         return await session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
+
+    @staticmethod
+    async def _read_within(resp: aiohttp.ClientResponse, cap: ResponseCap) -> bytes:
+        """A 2xx body read within `cap` (no more than max_bytes + one read kept in memory)."""
+        if resp.content_length is not None:
+            if resp.content_length > cap.max_bytes:
+                raise cap.fault(resp.status, resp.content_length, True)
+            return await resp.read()
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_any():
+            size += len(chunk)
+            if size > cap.max_bytes:
+                raise cap.fault(resp.status, size, False)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def read_capped(
         self, resp: aiohttp.ClientResponse, context: FaultContext, container: str = "primary"

@@ -11,7 +11,10 @@ behaviour is not documented [U], in one place:
   type, as SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT suggests); the custom attributes and the other
   forwarded headers go to every container; the last container's passed-back headers (its custom
   attributes) go back to the client;
-- an intermediate answer over 5 MiB is a ModelError naming both containers (SageMaker's text);
+- an intermediate answer over 5 MiB is a ModelError naming both containers (SageMaker's text),
+  whatever its size (also over the 6 MB cap of the client's answer, which an intermediate answer
+  never meets): the hop is read within 5 MiB + one read; the size named is its Content-Length, or
+  "at least" the bytes read when it came chunked;
 - ModelLatency is the sum of the containers' times (a fault's too, up to and with the failing hop).
 
 Every call into a container is noted (`ContainerReply.calls`, `ModelFault.container_calls`): the
@@ -30,7 +33,7 @@ import time
 from multidict import CIMultiDict
 
 from emulator.errors import ContainerCall, ModelFault, ModelResponseTooLarge, ModelTimeout
-from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, Invoker
+from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, Invoker, ResponseCap
 from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_stream
 from emulator.hosting.fleet.variants import Instance, InstanceContainer
 from emulator.model import messages
@@ -92,6 +95,17 @@ class _Chain:
         fault.model_latency_s += self.model_latency
         return fault
 
+    def intermediate_cap(self, i: int) -> ResponseCap:
+        """Hop i's cap: what it may hand to hop i + 1, with SageMaker's text naming both."""
+        source, target = self.containers[i].hostname, self.containers[i + 1].hostname
+        log_group = self.context.account.log_group_arn(self.context.endpoint_name)
+
+        def fault(status: int, size: int, exact: bool) -> ModelFault:
+            text = messages.pipeline_payload_too_large(source, target, size, exact, status)
+            return ModelResponseTooLarge(text, status, text, log_group)
+
+        return ResponseCap(MAX_INTERMEDIATE_BYTES, fault)
+
     def answered(self, container: InstanceContainer, status: int, elapsed_s: float) -> None:
         self.model_latency += elapsed_s
         self.calls.append(ContainerCall(container.hostname, status, elapsed_s))
@@ -108,6 +122,7 @@ class _Chain:
                     context,
                     container.hostname,
                     self.left(container),
+                    self.intermediate_cap(i),
                 )
             except ModelFault as fault:
                 fault = self.failed(fault, container)
@@ -115,15 +130,6 @@ class _Chain:
                     raise
                 raise fault from None  # never retried elsewhere: earlier containers did their work
             self.answered(container, reply.status, reply.elapsed_s)
-            if len(reply.body) > MAX_INTERMEDIATE_BYTES:
-                nxt = self.containers[i + 1].hostname
-                text = messages.pipeline_payload_too_large(container.hostname, nxt, len(reply.body))
-                too_large = ModelResponseTooLarge(
-                    text, reply.status, text, context.account.log_group_arn(context.endpoint_name)
-                )
-                too_large.model_latency_s = self.model_latency
-                too_large.container_calls = tuple(self.calls)
-                raise too_large
             body = reply.body
             if reply.content_type is None:
                 self.headers.popall("Content-Type", None)

@@ -126,8 +126,11 @@ def volume_size_not_supported(instance_type: str) -> str:  # [U]; the SDK's rule
     )
 
 
-def pipeline_payload_too_large(source: str, target: str, size: int) -> str:  # [D] 2023 text
+def pipeline_payload_too_large(
+    source: str, target: str, size: int, exact: bool = True, status: int = 200
+) -> str:  # [D] 2023 text; [U] "at least" for an answer of unknown length (chunked)
+    amount = f"{size} bytes" if exact else f"at least {size} bytes"
     return (
-        f"Received response from {source} with status code 200. However, the request payload from "
-        f"{source} to {target} is {size} bytes, which has exceeded the maximum limit of 5 MB."
+        f"Received response from {source} with status code {status}. However, the request payload from "
+        f"{source} to {target} is {amount}, which has exceeded the maximum limit of 5 MB."
     )
