@@ -31,7 +31,7 @@ from emulator.errors import (
 from emulator.hosting.async_inference.queue import AsyncRequest
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet import pipeline
-from emulator.hosting.fleet.invoker import ContainerReply
+from emulator.hosting.fleet.invoker import ContainerReply, with_exit_code
 from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_stream
 from emulator.hosting.fleet.variants import Instance, VariantFleet
 from emulator.hosting.multi_model.host import TARGET_MODEL_HEADER
@@ -200,6 +200,10 @@ class Invocations(ServiceBase):
                 # once; a request the container may have received is the client's 424.
                 if exc.suspect:
                     self._suspect(endpoint_name, variant, instance)
+                if not instance.containers:  # gone mid-request: name its exit code when the watcher has it
+                    explained = await with_exit_code(exc, instance, context)
+                    if explained is not exc:
+                        raise explained from explained.__cause__
                 if attempt or not isinstance(exc.__cause__, aiohttp.ClientConnectorError):
                     raise
                 continue

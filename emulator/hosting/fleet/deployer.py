@@ -122,11 +122,14 @@ class Deployer:
         )
         loop = asyncio.get_running_loop()
 
-        def exited() -> bool:
+        def exited() -> bool:  # on the watcher's thread; the code is read after `exited` is set
             state = self._runtime.state(handle.id)
             if not state.running:
+                instance.exit_code = state.exit_code
                 return True
-            return self._runtime.wait_exit(handle.id, 3600.0) is not None
+            code = self._runtime.wait_exit(handle.id, 3600.0)
+            instance.exit_code = code
+            return code is not None
 
         logs.ExitWatcher(exited, lambda: _call_soon(loop, instance.exited.set), instance_id).start()
         return instance

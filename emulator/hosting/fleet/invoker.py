@@ -7,12 +7,13 @@ boto3 would retry. The client session is shared by all instances; connections ar
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from multidict import CIMultiDict
@@ -106,6 +107,18 @@ class _PoolConnector(aiohttp.TCPConnector):
         if protocol is not None:
             self._seen.add(protocol)
         return conn
+
+
+class DroppedInFlight(aiohttp.ClientError):
+    """A pooled connection closed with the request on it and no byte of answer, and the one retry
+    on a new connection failed too (refused, or dropped before any byte): the container did not just
+    close an idle connection, it went away while the request was in flight (it exited, was killed or
+    stopped). Never sent elsewhere: the model may have started on it."""
+
+    def __init__(self, first: aiohttp.ClientError, retry: aiohttp.ClientError) -> None:
+        super().__init__(f"{type(first).__name__}: {first}; then {type(retry).__name__}: {retry}")
+        self.first = first
+        self.retry = retry
 
 
 def _closed_before_any_byte(exc: aiohttp.ClientError) -> bool:
@@ -251,7 +264,12 @@ class Invoker:
             assert self._fresh is not None
             if budget_s is not None:
                 timeout = aiohttp.ClientTimeout(total=max(0.001, budget_s - (time.perf_counter() - started)))
-            return await self._post(self._fresh, url, body, headers, timeout)
+            try:
+                return await self._post(self._fresh, url, body, headers, timeout)
+            except aiohttp.ClientError as retry:
+                if isinstance(retry, aiohttp.ClientConnectorError) or _closed_before_any_byte(retry):
+                    raise DroppedInFlight(exc, retry) from retry
+                raise
 
     @staticmethod
     async def _post(
@@ -302,7 +320,9 @@ def unreachable(
     looks gone (a refused connection, or a new one closed before any answer: on a port published
     by docker-proxy, a container with nothing listening accepts and then drops the connection)."""
     detail = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, aiohttp.ClientConnectorError):
+    if isinstance(exc, DroppedInFlight):
+        reason, suspect = messages.dropped_in_flight(str(exc), container), True
+    elif isinstance(exc, aiohttp.ClientConnectorError):
         reason, suspect = messages.connection_refused(detail, container), True
     elif answered:
         reason, suspect = messages.closed_mid_response(detail, container), False
@@ -317,6 +337,39 @@ def unreachable(
     assert isinstance(fault, ModelUnreachable)
     fault.suspect = suspect
     return fault
+
+
+#: How long a request whose container went away mid-request waits for the exit watcher's exit code
+#: (it usually comes within milliseconds of the drop; never an engine call on the request's path).
+EXIT_CODE_WAIT_S = 1.0
+
+
+class Exits(Protocol):
+    """What an instance tells of its exit (fleet/variants.py's Instance)."""
+
+    exited: asyncio.Event
+    exit_code: int | None
+
+
+async def with_exit_code(fault: ModelUnreachable, instance: Exits, context: FaultContext) -> ModelUnreachable:
+    """A single-container instance's DroppedInFlight fault, naming the exit code its exit watcher saw
+    (waited for at most EXIT_CODE_WAIT_S); `fault` itself when there is none to name."""
+    cause = fault.__cause__
+    if not isinstance(cause, DroppedInFlight):
+        return fault
+    try:
+        await asyncio.wait_for(instance.exited.wait(), EXIT_CODE_WAIT_S)
+    except TimeoutError:
+        return fault
+    code = instance.exit_code
+    if code is None:
+        return fault
+    explained = context.fault(ModelUnreachable, 0, messages.dropped_in_flight(str(cause), "primary", code))
+    assert isinstance(explained, ModelUnreachable)
+    explained.suspect = True
+    explained.model_latency_s = fault.model_latency_s
+    explained.__cause__ = cause
+    return explained
 
 
 def timed(fault: ModelFault, started: float) -> ModelFault:

@@ -54,6 +54,8 @@ class Instance(_Reached):
     handle: ContainerHandle
     #: set when any container of the instance exits
     exited: asyncio.Event = field(default_factory=asyncio.Event)
+    #: a single-container instance's exit code, as its exit watcher saw it (None: running, unknown)
+    exit_code: int | None = None
     log_path: Path | None = None
     outstanding: int = 0
     #: a multi-container instance's containers, in the model's order (empty for one container)

@@ -21,6 +21,7 @@ __all__ = [
     "container_unreachable",
     "connection_refused",
     "closed_before_status_line",
+    "dropped_in_flight",
     "closed_mid_response",
     "request_too_large",
 ]
@@ -99,6 +100,14 @@ def container_unreachable(reason: str, container: str = "primary") -> str:  # [U
 
 def connection_refused(detail: str, container: str = "primary") -> str:  # [U]
     return f"Could not connect to container {container}: the connection was refused ({detail})."
+
+
+def dropped_in_flight(detail: str, container: str = "primary", exit_code: int | None = None) -> str:  # [U]
+    what = "exited or was stopped" if exit_code is None else f"exited with code {exit_code}"
+    return (
+        f"Container {container} dropped the connection while the request was in flight and no longer "
+        f"accepts connections: the container {what} ({detail})."
+    )
 
 
 def closed_before_status_line(detail: str, container: str = "primary") -> str:  # [U]
