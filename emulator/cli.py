@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from contract_tests.cli import add_arguments as check_arguments
 from emulator import __version__
+from emulator.commands import quota as instance_quota
 from emulator.commands.client import ENDPOINT_URL_ENV
 from emulator.commands.endpoints import cmd_delete, cmd_deploy, cmd_invoke, cmd_logs, cmd_ls, cmd_metrics
 from emulator.commands.server import DEFAULT_STATE_DIR, cmd_down, cmd_serve, cmd_setup
@@ -219,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serverless endpoints: seconds without a request after which the container is stopped "
         "(the next request is a cold start; scaled by --time-scale; default: 300)",
     )
+    instance_quota.add_argument(p)
     p.add_argument(
         "--event-loop",
         choices=("auto", "asyncio", "uvloop"),

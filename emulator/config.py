@@ -41,6 +41,11 @@ ARCHIVE_MAX_TRAILING_BYTES = 1 << 20  # decompressed bytes after the end-of-arch
 #: its maximum is used so that no deployment fails here that would not fail there).
 MODEL_DATA_DOWNLOAD_TIMEOUT_S = 3600.0
 
+#: [U] The instances of one instance type the account may use for endpoints (SageMaker's quota is per
+#: type and per account, often single digits for new accounts; smlocal's bounds the containers one
+#: server starts). `smlocal serve --instance-quota` (emulator/commands/quota.py).
+DEFAULT_INSTANCE_QUOTA = 20
+
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT_ID = "123456789012"
 DEFAULT_HOST = "127.0.0.1"
@@ -137,6 +142,10 @@ class ServerConfig:
     serverless_idle_s: float = SERVERLESS_IDLE_S
     #: A serverless variant's image over this size fails CreateEndpoint (tests lower it).
     serverless_image_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
+    #: `--instance-quota`: instances per instance type for endpoint usage (emulator/model/quota.py),
+    #: and the types with a limit of their own.
+    instance_quota: int = DEFAULT_INSTANCE_QUOTA
+    instance_quota_by_type: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:

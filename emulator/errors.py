@@ -13,6 +13,7 @@
     │   ├── InvalidNextToken        CloudWatch: a NextToken it did not give out
     │   └── MalformedRequest        a body or member that cannot be deserialised (wrong JSON type,
     │                               bad timestamp, not JSON): json-1.1 SerializationException
+    ├── ResourceLimitExceeded       an account-level quota (instances per instance type) is used up
     ├── ObjectNotFound              Application Auto Scaling: no such scalable target or policy
     ├── ArnNotFound                 Application Auto Scaling: an ARN names no resource (tagging)
     ├── TooManyTags                 Application Auto Scaling: a resource would have over 50 tags
@@ -60,6 +61,11 @@ class SmlocalError(Exception):
 
 class ValidationFailed(SmlocalError):
     """Input the API rejects (control plane: ValidationException; runtime: ValidationError)."""
+
+
+class ResourceLimitExceeded(SmlocalError):
+    """A change would take the account past one of its service quotas (SageMaker's
+    ResourceLimitExceeded, which its Create*/Update* operations model)."""
 
 
 class ResourceNotFound(ValidationFailed):

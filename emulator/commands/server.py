@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from emulator.commands import quota
 from emulator.commands.client import endpoint_url
 from emulator.config import ArchiveLimits, ContractLimits, ServerConfig
 
@@ -40,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ):
         if getattr(args, option) is not None:
             limits = limits.replace(**{field: getattr(args, option)})
+    instance_quota, quota_by_type = quota.quotas(args)
     config = ServerConfig(
         state_dir=Path(args.state_dir).resolve(),
         host=args.host,
@@ -61,6 +63,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ),
         local_model_dirs=tuple(Path(d).resolve() for d in args.allow_local_model_dir) or None,
         iam_policies_file=Path(args.iam_policies).resolve() if args.iam_policies else None,
+        instance_quota=instance_quota,
+        instance_quota_by_type=quota_by_type,
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         logging.warning("serving on %s: reachable from other machines", args.host)

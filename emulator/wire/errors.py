@@ -32,6 +32,7 @@ from emulator.errors import (
     ModelNotReady,
     ObjectNotFound,
     PayloadTooLarge,
+    ResourceLimitExceeded,
     SmlocalError,
     Throttled,
     TooManyTags,
@@ -63,6 +64,8 @@ TABLE: tuple[tuple[type[Exception], AwsError], ...] = (
     # Coral's deserialiser answers type errors and unparsable bodies before validation runs.
     (MalformedRequest, AwsError("SerializationException", "ValidationError", 400, CORAL_SERVICE)),
     (ValidationFailed, AwsError("ValidationException", "ValidationError", 400)),
+    # modelled by SageMaker's Create*/Update* operations (spec §11.1); status [U]: 400, as a client error
+    (ResourceLimitExceeded, AwsError("ResourceLimitExceeded", "ResourceLimitExceeded", 400, CORAL_SERVICE)),
     (ModelFault, AwsError("ValidationException", "ModelError", 424)),
     (ModelNotReady, AwsError("ModelNotReadyException", "ModelNotReadyException", 429)),
     (ObjectNotFound, AwsError("ObjectNotFoundException", "ObjectNotFoundException", 400)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -121,6 +121,11 @@ class ServiceBase:
         raise NotImplementedError
 
     def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ offered by quotas.py
+
+    def _check_instance_quota(self, name: str | None, after: Mapping[str, int]) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ offered by health.py

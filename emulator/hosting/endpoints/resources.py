@@ -17,7 +17,7 @@ from emulator.errors import (
 )
 from emulator.hosting.endpoints.deployments import Deployments
 from emulator.model import deployment as dp
-from emulator.model import messages, serverless
+from emulator.model import messages, quota, serverless
 from emulator.model.deployment import DeploymentConfig
 from emulator.model.resources import (
     AsyncInference,
@@ -162,6 +162,7 @@ class Resources(Deployments):
         if name in self.endpoints:
             raise ResourceAlreadyExists(messages.already_exists("endpoint", arn))
         endpoint_config = self.describe_endpoint_config(config_name)
+        self._check_instance_quota(None, quota.instances(endpoint_config.production_variants))
         now = self._clock()
         endpoint = Endpoint(
             name=name,

@@ -5,7 +5,8 @@ answers at once, exactly as SageMaker's asynchronous Create/Delete calls do.
 
 HostingService is the one facade wire/ and app.py use, assembled from its parts: Resources
 (resources.py), Deployments (deployments.py), InstanceHealth (health.py), FleetUpdates (updates.py),
-Reconciliation (reconcile.py), Invocations (invoke.py) and EndpointLogs (logs.py), over ServiceBase
+Reconciliation (reconcile.py), Invocations (invoke.py), EndpointLogs (logs.py) and InstanceQuotas
+(quotas.py), over ServiceBase
 (base.py: the state they share). This module builds it and owns its lifecycle: start (load the state
 dir, reconcile), close, persistence and the endpoints' tasks.
 """
@@ -29,6 +30,7 @@ from emulator.hosting.endpoints.deployments import Deployments
 from emulator.hosting.endpoints.health import InstanceHealth
 from emulator.hosting.endpoints.invoke import Invocations
 from emulator.hosting.endpoints.logs import EndpointLogs
+from emulator.hosting.endpoints.quotas import InstanceQuotas
 from emulator.hosting.endpoints.reconcile import Reconciliation
 from emulator.hosting.endpoints.resources import Resources
 from emulator.hosting.endpoints.updates import FleetUpdates
@@ -60,6 +62,7 @@ class HostingService(
     InstanceHealth,
     Resources,
     Deployments,
+    InstanceQuotas,
     ServiceBase,
 ):
     def __init__(

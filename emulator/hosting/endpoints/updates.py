@@ -14,7 +14,7 @@ from emulator.hosting.endpoints.base import ServiceBase, failure_reason
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.model import deployment as dp
-from emulator.model import messages
+from emulator.model import messages, quota
 from emulator.model import serverless as serverless_rules
 from emulator.model.deployment import DeploymentConfig
 from emulator.model.resources import (
@@ -58,6 +58,17 @@ class FleetUpdates(ServiceBase):
                 raise ValidationFailed(
                     f"DesiredInstanceCount of variant {variant_name} must be at least 1 in smlocal."
                 )
+        counts = {n: c for n, _, c in desired if c is not None}
+        self._check_instance_quota(
+            endpoint.name,
+            quota.instances(
+                dataclasses.replace(
+                    v.variant,
+                    initial_instance_count=counts.get(n, v.summary().desired_instance_count),
+                )
+                for n, v in fleet.variants.items()
+            ),
+        )
         overrides = {name: (w, c) for name, w, c in endpoint.variant_overrides}
         # (the variant's desired count, the endpoint's count override) before this call
         previous = {
@@ -266,6 +277,7 @@ class FleetUpdates(ServiceBase):
         retained = dataclasses.replace(endpoint, variant_overrides=overrides).effective_config(
             endpoint_config
         )
+        self._check_instance_quota(endpoint.name, quota.instances(retained.production_variants))
         self._quiesce(endpoint.name)
         pending = rollout.pending_summary(retained, self._clock())
         updated = self._set_status(

@@ -24,6 +24,7 @@ __all__ = [
     "dropped_in_flight",
     "closed_mid_response",
     "request_too_large",
+    "instance_limit_exceeded",
 ]
 
 _KIND_NAMES = {"model": "model", "endpoint-config": "endpoint configuration", "endpoint": "endpoint"}
@@ -123,3 +124,13 @@ def closed_mid_response(detail: str, container: str = "primary") -> str:  # [U]
 
 def request_too_large(limit: int) -> str:  # [O] 2018 text, with today's limit
     return f"HTTP content length exceeded {limit} bytes."
+
+
+def instance_limit_exceeded(instance_type: str, limit: int, current: int, delta: int) -> str:
+    """[O] spec §11.3 (its first sentence); the rest as SageMaker's answers read in users' logs."""
+    return (
+        f"The account-level service limit '{instance_type} for endpoint usage' is {limit} Instances, with "
+        f"current utilization of {current} Instances and a request delta of {delta} Instances. Please use "
+        "AWS Service Quotas to request an increase for this quota. If AWS Service Quotas is not available, "
+        "contact AWS support to request an increase for this quota."
+    )
