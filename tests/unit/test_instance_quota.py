@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import boto3
 import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from emulator.cli import build_parser, main
 from emulator.config import DEFAULT_INSTANCE_QUOTA, ServerConfig
 from emulator.errors import ResourceLimitExceeded
 from emulator.model.quota import InstanceQuota, instances
 from emulator.model.resources import ProductionVariant, ServerlessConfig
+from tests.fixtures.no_engine import engine_free_server
 
 TEXT = (
     "The account-level service limit 'ml.g5.xlarge for endpoint usage' is 2 Instances, with current "
@@ -73,3 +77,46 @@ def test_a_bad_quota_is_refused(value: str, says: str, capsys: pytest.CaptureFix
         build_parser().parse_args(["serve", "--instance-quota", value])
     assert exc.value.code == 2
     assert "--instance-quota" in (err := capsys.readouterr().err) and says in err
+
+
+def test_a_server_refuses_100_instances_with_its_default_quota(tmp_path: Path) -> None:
+    """A real server on 127.0.0.1 (no container engine: nothing could start anyway) with the default
+    config: CreateEndpoint with InitialInstanceCount 100 is ResourceLimitExceeded at once (it was
+    accepted, and a real engine then started 100 containers)."""
+    server = engine_free_server(tmp_path / "state", known_images=frozenset({"quota-image:1"}))
+    try:
+        sm = boto3.client(
+            "sagemaker",
+            endpoint_url=server.url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            config=Config(retries={"mode": "standard", "max_attempts": 3}),
+        )
+        sm.create_model(ModelName="m", PrimaryContainer={"Image": "quota-image:1"})
+        variant = {
+            "VariantName": "v",
+            "ModelName": "m",
+            "InitialInstanceCount": 100,
+            "InstanceType": "ml.m5.large",
+        }
+        sm.create_endpoint_config(EndpointConfigName="c", ProductionVariants=[variant])
+        with pytest.raises(ClientError) as info:
+            sm.create_endpoint(EndpointName="e", EndpointConfigName="c")
+        error = info.value.response["Error"]
+        assert (
+            info.value.response["ResponseMetadata"]["HTTPStatusCode"],
+            error["Code"],
+            error["Message"],
+        ) == (
+            400,
+            "ResourceLimitExceeded",
+            "The account-level service limit 'ml.m5.large for endpoint usage' is 20 Instances, with current "
+            "utilization of 0 Instances and a request delta of 100 Instances. Please use AWS Service Quotas to "
+            "request an increase for this quota. If AWS Service Quotas is not available, contact AWS support "
+            "to request an increase for this quota.",
+        )
+        assert info.value.response["ResponseMetadata"]["RetryAttempts"] == 0
+        assert sm.list_endpoints()["Endpoints"] == []
+    finally:
+        server.stop()
