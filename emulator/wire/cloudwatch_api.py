@@ -67,7 +67,7 @@ def dispatch(svc: AlarmService, operation: str, body: bytes, request_id: str, co
             raise ValidationFailed("The request body must be a map of the operation's members.")
         shape = operation_model(CLOUDWATCH, operation).input_shape
         validate_input(shape, params)
-        unsupported.check(shape, params)
+        unsupported.check(shape, params, CLOUDWATCH)
         result = handler(svc, without_nulls(params))
     except (SmlocalError, KeyError, TypeError, ValueError) as exc:
         return codec.error(exc, request_id)

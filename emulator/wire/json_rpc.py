@@ -72,7 +72,7 @@ async def dispatch(
         params = parse_object(body)
         shape = operation_model(service, operation).input_shape
         validate_input(shape, validatable(operation, params))
-        unsupported.check(shape, params)  # what the model allows and smlocal does not implement: 400
+        unsupported.check(shape, params, service)  # what the model allows and smlocal does not implement: 400
         result = await handler(svc, without_nulls(params))
     except (SmlocalError, KeyError, TypeError, ValueError) as exc:
         return control_error(exc, request_id)

@@ -29,6 +29,7 @@ from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.sampler import Sampler
 from emulator.model import messages
 from emulator.model.iam_access import INVOKE_ENDPOINT
+from emulator.wire import unsupported
 from emulator.wire.access import AccessCheck
 from emulator.wire.errors import runtime_error
 from emulator.wire.service_models import SAGEMAKER_RUNTIME, operation_model
@@ -118,6 +119,7 @@ async def read_invocation(
     members = members_of(request, header_members)
     members["Body"] = await read_body(request, svc.config.limits.max_request_bytes)
     validate_input(shape, members)  # header integers are validated as the text they came as
+    unsupported.check(shape, members, SAGEMAKER_RUNTIME)  # a member a newer botocore sends: 400
     for name in integer_members.get(id(shape), ()):  # ... and typed once they are valid
         value = members.get(name)
         if isinstance(value, str):

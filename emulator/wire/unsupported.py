@@ -6,25 +6,45 @@ botocore's models grow: a release adds a member (`PrefixAwareRoutingConfig`) or 
 (RoutingStrategy `PREFIX_AWARE`, `KV_AWARE`) that boto3 then sends. Such a request must never become
 a 500 (boto3 retries those, three times): it is ValidationException 400
 ``{feature} is not supported by smlocal yet. See docs/api-coverage.md.``, answered by `check` after
-the request passed botocore's own validation and before the handler parses it. A value of an enum in
-IMPLEMENTED_VALUES that is not listed there is refused, whatever the installed model holds, so a
-newer botocore cannot reach a domain conversion with a value smlocal has never seen.
+the request passed botocore's own validation and before the handler parses it:
 
+* a value of an enum in IMPLEMENTED_VALUES that is not listed there, whatever the installed model
+  holds, so that a newer botocore cannot reach a domain conversion with a value smlocal has never seen;
+* a member of REFUSED_MEMBERS (features smlocal does not implement);
+* a member smlocal has never seen: one the installed botocore has and known_members.json (the members
+  of the models smlocal was built against, per service and input structure) lacks. A newer botocore's
+  member is thus refused until smlocal handles it; regenerate the file (`python3 -m
+  emulator.wire.known_members`) once it does, or once it chooses to ignore it.
+
+A member the snapshot holds that no handler reads is accepted and ignored (docs/api-coverage.md).
 tests/unit/test_every_model_value.py sends every enum value and every member of the installed models
-to a real server: none may be a 500. A member neither refused here nor read by a handler is accepted
-and ignored (docs/api-coverage.md lists them).
+to a real server: none may be a 500.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
 import botocore.model
 
 from emulator.errors import ValidationFailed
 
-__all__ = ["IMPLEMENTED_VALUES", "REFUSED_MEMBERS", "check", "unsupported"]
+__all__ = [
+    "IMPLEMENTED_VALUES",
+    "KNOWN_MEMBERS_FILE",
+    "REFUSED_MEMBERS",
+    "check",
+    "known_members",
+    "unsupported",
+]
+
+KNOWN_MEMBERS_FILE = "known_members.json"
+#: The runtime operations smlocal serves (routes, not a dispatch table).
+RUNTIME_OPERATIONS = ("InvokeEndpoint", "InvokeEndpointAsync", "InvokeEndpointWithResponseStream")
 
 
 def unsupported(feature: str) -> ValidationFailed:
@@ -55,43 +75,24 @@ REFUSED_MEMBERS: dict[str, dict[str, str]] = {
     },
 }
 
-#: shape names whose subtree holds something of the tables above (computed once per shape)
-_relevant: dict[tuple[object, str], bool] = {}
+
+@functools.cache
+def known_members(service: str) -> dict[str, frozenset[str]]:
+    """The members smlocal knows of each input structure of `service` (the snapshot in
+    known_members.json, taken from the botocore models smlocal was last built against)."""
+    text = resources.files("emulator.wire").joinpath(KNOWN_MEMBERS_FILE).read_text(encoding="utf-8")
+    shapes = json.loads(text)["services"].get(service, {})
+    return {name: frozenset(members) for name, members in shapes.items()}
 
 
-def _resolver(shape: botocore.model.Shape) -> object:
-    return getattr(shape, "_shape_resolver", None) or id(shape)
+def check(shape: botocore.model.Shape, params: Any, service: str, where: str = "") -> None:
+    """Raise `unsupported(...)` for the first refused member, member smlocal has never seen (one a
+    newer botocore added: not in known_members.json) or unimplemented enum value in `params` (an
+    operation's input of `service`, already valid against `shape`), in model member order."""
+    _check(shape, params, known_members(service), where)
 
 
-def _children(shape: botocore.model.Shape) -> list[botocore.model.Shape]:
-    if shape.type_name == "structure":
-        return list(shape.members.values())
-    if shape.type_name == "list":
-        return [shape.member]
-    if shape.type_name == "map":
-        return [shape.value]
-    return []
-
-
-def _holds_refusals(shape: botocore.model.Shape, seen: frozenset[str] = frozenset()) -> bool:
-    key = (_resolver(shape), shape.name)
-    cached = _relevant.get(key)
-    if cached is not None:
-        return cached
-    if shape.name in seen:
-        return False
-    result = shape.name in REFUSED_MEMBERS or shape.name in IMPLEMENTED_VALUES
-    result = result or any(_holds_refusals(c, seen | {shape.name}) for c in _children(shape))
-    if not seen or result:  # a False below the top may have been cut short by a cycle
-        _relevant[key] = result
-    return result
-
-
-def check(shape: botocore.model.Shape, params: Any, where: str = "") -> None:
-    """Raise `unsupported(...)` for the first refused member or unimplemented enum value in `params`
-    (an operation's input, already valid against `shape`), in model member order."""
-    if not _holds_refusals(shape):
-        return
+def _check(shape: botocore.model.Shape, params: Any, known: dict[str, frozenset[str]], where: str) -> None:
     t = shape.type_name
     if t == "string":
         implemented = IMPLEMENTED_VALUES.get(shape.name)
@@ -100,25 +101,27 @@ def check(shape: botocore.model.Shape, params: Any, where: str = "") -> None:
         return
     if t == "list" and isinstance(params, list):
         for item in params:
-            check(shape.member, item, where)
+            _check(shape.member, item, known, where)
         return
     if t == "map" and isinstance(params, Mapping):
         for value in params.values():
-            check(shape.value, value, where)
+            _check(shape.value, value, known, where)
         return
     if t != "structure" or not isinstance(params, Mapping):
         return
     refused = REFUSED_MEMBERS.get(shape.name, {})
-    label = where or shape.name.removesuffix("Input")
+    seen = known.get(shape.name)  # None: a structure of a name the snapshot lacks: not judged
+    label = (
+        "ProductionVariant"
+        if shape.name == "ProductionVariant"
+        else where or shape.name.removesuffix("Input")
+    )
     for name, member in shape.members.items():
         value = params.get(name)
         if value is None:
             continue
         if name in refused:
             raise unsupported(refused[name])
-        check(member, value, f"{_label(label, shape)} {name}")
-
-
-def _label(where: str, shape: botocore.model.Shape) -> str:
-    """The prefix of a nested member's name in a refusal: a production variant is named as such."""
-    return "ProductionVariant" if shape.name == "ProductionVariant" else where
+        if seen is not None and name not in seen and not member.metadata.get("idempotencyToken"):
+            raise unsupported(f"{label} {name}")
+        _check(member, value, known, f"{label} {name}")

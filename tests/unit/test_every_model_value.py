@@ -12,22 +12,26 @@ that adds a value or a member gets it tried here the day it is installed.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore
 import botocore.model
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from emulator.wire import autoscaling_api, cloudwatch_api, control_api, unsupported
+from emulator.errors import ValidationFailed
+from emulator.wire import autoscaling_api, cloudwatch_api, control_api, known_members, unsupported
 from emulator.wire.java_patterns import matcher
 from emulator.wire.service_models import operation_model
 from tests.fixtures.no_engine import engine_free_server
 
 IMAGE = "walk-image:latest"  # resolves (CreateModel succeeds); no container ever starts
-RUNTIME_OPERATIONS = ("InvokeEndpoint", "InvokeEndpointAsync", "InvokeEndpointWithResponseStream")
+RUNTIME_OPERATIONS = unsupported.RUNTIME_OPERATIONS
 SERVED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sagemaker", tuple(sorted(control_api.OPERATIONS))),
     ("application-autoscaling", tuple(sorted(autoscaling_api.OPERATIONS))),
@@ -369,3 +373,40 @@ def _setup_once(url: str, done: set[str] = set()) -> None:  # noqa: B006 - one s
     if url not in done:
         done.add(url)
         _setup(url)
+
+
+def test_a_member_smlocal_has_never_seen_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a newer botocore's member meets: known_members.json lacks it, so it is a 400 (here the
+    snapshot is made to lack two members of today's model)."""
+    real = unsupported.known_members
+
+    def without(service: str) -> dict[str, frozenset[str]]:
+        known = dict(real(service))
+        for shape, member in (("ProductionVariant", "EnableSSMAccess"), ("InvokeEndpointInput", "SessionId")):
+            if shape in known:
+                known[shape] = known[shape] - {member}
+        return known
+
+    monkeypatch.setattr(unsupported, "known_members", without)
+    shape = operation_model("sagemaker", "CreateEndpointConfig").input_shape
+    params = {"EndpointConfigName": "c", "ProductionVariants": [{**_VARIANT, "EnableSSMAccess": True}]}
+    with pytest.raises(ValidationFailed) as info:
+        unsupported.check(shape, params, "sagemaker")
+    assert info.value.message == f"ProductionVariant EnableSSMAccess{_REFUSAL_TAIL}"
+    unsupported.check(shape, {"EndpointConfigName": "c", "ProductionVariants": [_VARIANT]}, "sagemaker")
+    runtime = operation_model("sagemaker-runtime", "InvokeEndpoint").input_shape
+    with pytest.raises(ValidationFailed) as info:
+        unsupported.check(runtime, {"EndpointName": "e", "Body": b"x", "SessionId": "s"}, "sagemaker-runtime")
+    assert info.value.message == f"InvokeEndpoint SessionId{_REFUSAL_TAIL}"
+
+
+def test_the_snapshot_is_the_installed_models_when_they_are_its_release() -> None:
+    """known_members.json is what `python3 -m emulator.wire.known_members` writes for the release it
+    names (on another release the walk above is the check: new members are refused, not 500s)."""
+    text = (Path(unsupported.__file__).parent / unsupported.KNOWN_MEMBERS_FILE).read_text(encoding="utf-8")
+    document = json.loads(text)
+    if document["botocore"] != botocore.__version__:
+        pytest.skip(
+            f"the snapshot is of botocore {document['botocore']}, {botocore.__version__} is installed"
+        )
+    assert document == known_members.snapshot(known_members.SERVED)
