@@ -471,3 +471,32 @@ def test_target_tracking_scales_a_multi_model_variant_out(
     finally:
         aas.deregister_scalable_target(**target)
         smlocal.cleanup("mme-scaled")
+
+
+def test_concurrent_calls_over_more_models_than_fit_are_all_served(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    """60 concurrent calls over 6 models on a container that holds 2 (it answers 507 beyond): a load
+    that finds every loaded model busy waits for one to become idle instead of failing (issue 23)."""
+    names = [f"m{i}" for i in range(6)]
+    for name in names:
+        upload(s3_client, s3_bucket, tmp_path, f"crowd/{name}.tar.gz", f"model-{name}")
+    env = {"MAX_LOADED": "2", "LOAD_SLEEP_S": "0.1"}
+    described = deploy_mme(smlocal, "mme-crowd", f"s3://{s3_bucket}/crowd/", env)
+    assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+
+    def one(i: int) -> str:
+        name = names[i % len(names)]
+        try:
+            return parts(call(rt, "mme-crowd", f"{name}.tar.gz"))["answer"]
+        except ClientError as exc:
+            return "failed: {} {} {}".format(*error_of(exc))
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(60) as pool:
+            answers = list(pool.map(one, range(60)))
+        failed = [a for a in answers if a.startswith("failed")]
+        assert not failed, f"{len(failed)} of 60 failed, e.g. {failed[0]}"
+        assert answers == [f"model-{names[i % 6]}" for i in range(60)]
+    finally:
+        smlocal.cleanup("mme-crowd")

@@ -39,6 +39,10 @@ class CachedModel:
     discarding: asyncio.Task[None] | None = None
     #: the container's invoke URL for it (built once: yarl's parsing costs per request otherwise)
     invoke_url: URL | None = None
+    #: room was made for it and its load is under way (counted as loaded by the memory budget)
+    loading: bool = False
+    #: its load waits for room (for another model to become idle)
+    waiting: bool = False
 
 
 @dataclass(eq=False)
@@ -53,6 +57,31 @@ class InstanceModels:
     models: dict[str, CachedModel] = field(default_factory=dict)
     #: how many models were unloaded to make room (507 from the container or the memory budget)
     evictions: int = 0
+    #: set (and replaced) whenever room may have been freed: see `changed`
+    _change: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def changed(self) -> None:
+        """Wake the loads waiting for room: a model became idle, or a load or an unload ended."""
+        self._change.set()
+        self._change = asyncio.Event()
+
+    async def wait_change(self) -> None:
+        """Until the next `changed` (the caller bounds the wait)."""
+        await self._change.wait()
+
+    def room_may_free(self, keep: CachedModel) -> bool:
+        """Whether waiting can help a load that found no idle model to unload: another model is
+        loaded but in use (it will become idle), or another load or unload is under way."""
+        return any(
+            m is not keep
+            and (
+                (m.loaded and m.in_use)
+                or m.loading
+                or (m.task is not None and not m.waiting)
+                or m.discarding is not None
+            )
+            for m in self.models.values()
+        )
 
     def get(self, target: str) -> CachedModel:
         found = self.models.get(target)
@@ -62,7 +91,8 @@ class InstanceModels:
         return found
 
     def loaded_bytes(self, but: CachedModel | None = None) -> int:
-        return sum(m.size for m in self.models.values() if m.loaded and m is not but)
+        """Bytes of the models loaded or being loaded (room already made for them)."""
+        return sum(m.size for m in self.models.values() if (m.loaded or m.loading) and m is not but)
 
     def disk_bytes(self, but: CachedModel | None = None) -> int:
         return sum(m.size for m in self.models.values() if m.on_disk and m is not but)

@@ -149,7 +149,7 @@ class MultiModelHost:
             model.task = asyncio.get_running_loop().create_task(
                 self._fetch_and_load(plan, instance, models, model, context), name=f"load {target}"
             )
-            model.task.add_done_callback(lambda task: _settled(model, task))
+            model.task.add_done_callback(lambda task: _settled(models, model, task))
             self._background.add(model.task)  # cancelled by close(), like the discards
             model.task.add_done_callback(self._background.discard)
         try:
@@ -168,6 +168,8 @@ class MultiModelHost:
     def release(self, plan: VariantPlan, instance: Instance, model: CachedModel) -> None:
         model.in_use -= 1
         model.last_used = time.monotonic()
+        if not model.in_use:  # idle now: a load waiting for room may unload it
+            self.models_of(plan, instance).changed()
         if (
             plan.model.primary_container.model_cache_setting == "Disabled"
             and not model.in_use
@@ -242,38 +244,70 @@ class MultiModelHost:
             victim.on_disk = False
 
     async def _make_room(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
-        """Unload idle models, least recently used first, until this one fits the memory budget."""
-        for victim in models.unload_candidates(model):
-            if models.loaded_bytes(but=model) + model.size <= models.memory_budget:
-                return
-            await self._unload(instance, models, victim)
-            models.evictions += 1
+        """Unload idle models, least recently used first, until this one fits the memory budget;
+        when none is idle but one will be (or another load ends), wait for it, up to the load window."""
+        deadline = _Deadline(self._config.model_load_window_s)
+        while models.loaded_bytes(but=model) + model.size > models.memory_budget:
+            victims = models.unload_candidates(model)
+            if victims:
+                await self._unload(instance, models, victims[0])
+                models.evictions += 1
+            elif not await self._wait_for_room(models, model, deadline):
+                break  # nothing will free room in time: try the load, the container decides
+        model.loading = True  # counted from now on: concurrent loads make room for each other
+
+    async def _wait_for_room(self, models: InstanceModels, model: CachedModel, deadline: _Deadline) -> bool:
+        """Wait until room may have been freed (True), or False at once when nothing else is
+        loading or in use, or once `deadline` passes."""
+        if not models.room_may_free(model) or deadline.passed():
+            return False
+        model.waiting = True
+        try:
+            async with asyncio.timeout(deadline.left()):
+                await models.wait_change()
+        except TimeoutError:
+            return False
+        finally:
+            model.waiting = False
+        return True
 
     async def _load(
         self, instance: Instance, models: InstanceModels, model: CachedModel, context: FaultContext
     ) -> None:
+        """The container's load; a 507 unloads the least recently used idle model and tries again,
+        or, with every loaded model busy, waits (up to the load window) for one to become idle."""
         body = {"model_name": model.name, "url": f"{CONTAINER_MODELS}/{model.name}/model"}
-        while True:
-            started = time.perf_counter()
-            status, text = await self._call(instance, "POST", "/models", context, body)
-            if 200 <= status < 300 or status == 409:
-                if status != 409:  # a 409 loaded nothing now
-                    self._metric(models, "ModelLoadingTime", time.perf_counter() - started)
-                model.loaded = True
-                log.info("%s: loaded %s as %s", instance.instance_id, model.target, model.name)
-                return
-            victims = models.unload_candidates(model) if status == 507 else []
-            if not victims:
-                raise context.fault(ModelErrorResponse, status, text or f"load answered {status}")
-            await self._unload(instance, models, victims[0])  # 507: make room, then try again
-            models.evictions += 1
+        deadline = _Deadline(self._config.model_load_window_s)
+        try:
+            while True:
+                started = time.perf_counter()
+                status, text = await self._call(instance, "POST", "/models", context, body)
+                if 200 <= status < 300 or status == 409:
+                    if status != 409:  # a 409 loaded nothing now
+                        self._metric(models, "ModelLoadingTime", time.perf_counter() - started)
+                    model.loaded = True
+                    log.info("%s: loaded %s as %s", instance.instance_id, model.target, model.name)
+                    return
+                if status != 507:
+                    raise context.fault(ModelErrorResponse, status, text or f"load answered {status}")
+                victims = models.unload_candidates(model)
+                if victims:  # 507: make room, then try again
+                    await self._unload(instance, models, victims[0])
+                    models.evictions += 1
+                elif not await self._wait_for_room(models, model, deadline):
+                    raise context.fault(ModelErrorResponse, status, text or f"load answered {status}")
+        finally:
+            model.loading = False
 
     async def _unload(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
         model.loaded = False
         started = time.perf_counter()
-        with contextlib.suppress(Exception):  # a failed unload: the container keeps it; we do not
-            await self._call(instance, "DELETE", f"/models/{model.name}", None)
-            self._metric(models, "ModelUnloadingTime", time.perf_counter() - started)
+        try:
+            with contextlib.suppress(Exception):  # a failed unload: the container keeps it; we do not
+                await self._call(instance, "DELETE", f"/models/{model.name}", None)
+                self._metric(models, "ModelUnloadingTime", time.perf_counter() - started)
+        finally:
+            models.changed()
         log.info("%s: unloaded %s", instance.instance_id, model.target)
 
     async def _discard(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
@@ -305,8 +339,9 @@ class MultiModelHost:
             raise context.fault(ModelUnreachable, 0, f"{method} {path} failed: {exc}") from exc
 
 
-def _settled(model: CachedModel, task: asyncio.Task[None]) -> None:
+def _settled(models: InstanceModels, model: CachedModel, task: asyncio.Task[None]) -> None:
     model.task = None
+    models.changed()  # a load ended: the loads waiting for room look again
     if not task.cancelled() and task.exception() is not None:
         log.info("loading %s failed: %s", model.target, task.exception())
 
@@ -339,3 +374,16 @@ def _link_tree(source: Path, folder: Path) -> int:
     (tmp / COMPLETE).write_text(str(total))
     tmp.rename(folder)
     return total
+
+
+class _Deadline:
+    """How long a load may wait for room: the load window, from when its wait began."""
+
+    def __init__(self, budget_s: float) -> None:
+        self._at = time.monotonic() + budget_s
+
+    def left(self) -> float:
+        return max(0.0, self._at - time.monotonic())
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self._at
