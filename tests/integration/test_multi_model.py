@@ -217,10 +217,30 @@ def test_cache_disabled_loads_for_every_call(
         smlocal.cleanup("mme-off")
 
 
+def counting_client(url: str, mode: str) -> tuple[Any, list[str]]:
+    """A runtime client retrying in `mode` (up to 5 attempts), and the list its attempts go into
+    (botocore's before-send event fires once per attempt sent)."""
+    client = boto3.client(
+        "sagemaker-runtime",
+        endpoint_url=url,
+        config=Config(retries={"mode": mode, "max_attempts": 5}, read_timeout=120),
+        **CREDENTIALS,
+    )
+    attempts: list[str] = []
+    client.meta.events.register(
+        "before-send.sagemaker-runtime.InvokeEndpoint", lambda request, **_: attempts.append(request.url)
+    )
+    return client, attempts
+
+
 def test_a_slow_load_is_model_not_ready_then_served(
     smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
 ) -> None:
-    upload(s3_client, s3_bucket, tmp_path, "slow/a.tar.gz", "model-a")
+    """A load longer than the window is a 429 ModelNotReadyException while it goes on. botocore 1.44
+    retries it in legacy mode (a 429) but not in standard mode (a modeled error not marked
+    retryable): the attempts are counted, not inferred (docs/multi-model.md)."""
+    for name in ("a", "b", "c"):
+        upload(s3_client, s3_bucket, tmp_path, f"slow/{name}.tar.gz", f"model-{name}")
     described = deploy_mme(smlocal, "mme-slow", f"s3://{s3_bucket}/slow/", {"LOAD_SLEEP_S": "5"})
     assert described["EndpointStatus"] == "InService", described.get("FailureReason")
     try:
@@ -229,14 +249,18 @@ def test_a_slow_load_is_model_not_ready_then_served(
         code, status, message = error_of(caught.value)
         assert (code, status) == ("ModelNotReadyException", 429)
         assert message.startswith("Model a.tar.gz is not ready yet")
-        retrying = boto3.client(  # boto3's own retries ride out the load
-            "sagemaker-runtime",
-            endpoint_url=smlocal.server.url,
-            config=Config(retries={"mode": "standard", "max_attempts": 5}),
-            **CREDENTIALS,
-        )
-        got = retrying.invoke_endpoint(EndpointName="mme-slow", Body=b"q", TargetModel="a.tar.gz")
-        assert parts(got["Body"].read().decode())["loads"] == "1"  # the first call's load, not a second
+        assert parts(call(rt, "mme-slow", "a.tar.gz"))["loads"] == "1"  # the load went on: served
+
+        standard, sent = counting_client(smlocal.server.url, "standard")
+        with pytest.raises(ClientError) as not_retried:
+            standard.invoke_endpoint(EndpointName="mme-slow", Body=b"q", TargetModel="b.tar.gz")
+        assert error_of(not_retried.value)[:2] == ("ModelNotReadyException", 429)
+        assert len(sent) == 1  # standard mode: one attempt of the 5 allowed
+
+        legacy, sent = counting_client(smlocal.server.url, "legacy")
+        got = legacy.invoke_endpoint(EndpointName="mme-slow", Body=b"q", TargetModel="c.tar.gz")
+        assert parts(got["Body"].read().decode())["loads"] == "1"  # the first attempt's load
+        assert len(sent) == 2  # legacy mode: a 429, then the retry that the load's end serves
     finally:
         smlocal.cleanup("mme-slow")
 
