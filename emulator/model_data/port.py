@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Protocol
 
@@ -12,5 +13,9 @@ class ModelDataStore(Protocol):
     def check_exists(self, source: ModelDataSource) -> None: ...
 
     def materialize(
-        self, source: ModelDataSource, timeout_s: float | None = None, shown_timeout_s: float | None = None
+        self,
+        source: ModelDataSource,
+        timeout_s: float | None = None,
+        shown_timeout_s: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> Path: ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,17 +145,28 @@ def invalid_object(uri: str, key_uri: str, reason: str) -> ModelDataFailure:
     )
 
 
-class Deadline:
-    """ModelDataDownloadTimeoutInSeconds for one materialize call: checked on every chunk read."""
+def cancelled_message(uri: str) -> str:
+    """smlocal's own: the download was stopped because what it was for went away (an instance)."""
+    return f'Stopped downloading model data from URL "{uri}": the instance it was for was stopped.'
 
-    def __init__(self, uri: str, timeout_s: float | None, shown_s: float | None) -> None:
+
+class Deadline:
+    """ModelDataDownloadTimeoutInSeconds for one materialize call, and the caller's cancellation:
+    both checked on every chunk read."""
+
+    def __init__(
+        self, uri: str, timeout_s: float | None, shown_s: float | None, cancel: threading.Event | None = None
+    ) -> None:
         self.uri = uri
+        self.cancel = cancel
         self.timeout_s = timeout_s
         self.shown_s = shown_s if shown_s is not None else timeout_s
         self.started = time.monotonic()
         self.at = None if timeout_s is None else self.started + timeout_s
 
     def check(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise ModelDataFailure(cancelled_message(self.uri), "cancelled: the instance was stopped")
         if self.at is not None and time.monotonic() > self.at:
             elapsed = time.monotonic() - self.started
             raise ModelDataFailure(

@@ -115,15 +115,20 @@ class ArtifactStore:
             raise ValidationFailed(f"Could not access model data at {source.uri}. ({exc})") from exc
 
     def materialize(
-        self, source: ModelDataSource, timeout_s: float | None = None, shown_timeout_s: float | None = None
+        self,
+        source: ModelDataSource,
+        timeout_s: float | None = None,
+        shown_timeout_s: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> Path:
         """Return a host directory holding the model files (blocking; run it in a worker thread).
 
         `timeout_s` bounds download plus extraction (ModelDataDownloadTimeoutInSeconds): past it the
         work stops at the next chunk, nothing is published and the temporary files are removed.
         `shown_timeout_s` is the API value named in the failure (when a test scales `timeout_s`).
+        `cancel`: once set, the work stops the same way (the instance it was for stopped).
         """
-        self._deadline.current = Deadline(source.uri, timeout_s, shown_timeout_s)
+        self._deadline.current = Deadline(source.uri, timeout_s, shown_timeout_s, cancel)
         try:
             try:
                 where = locate(source)

@@ -24,7 +24,8 @@ from botocore.exceptions import ClientError
 
 from emulator.hosting.multi_model.cache import model_name
 from tests.fixtures.mme import mme_artifact
-from tests.fixtures.scaling import TIME_SCALE
+from tests.fixtures.scaling import TIME_SCALE, wait_for
+from tests.fixtures.slow_s3 import slow_s3_proxy
 from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, start_smlocal
 
 pytestmark = pytest.mark.docker
@@ -524,3 +525,36 @@ def test_concurrent_calls_over_more_models_than_fit_are_all_served(
         assert answers == [f"model-{names[i % 6]}" for i in range(60)]
     finally:
         smlocal.cleanup("mme-crowd")
+
+
+def test_a_delete_during_a_load_stops_the_download_and_leaves_nothing(
+    tmp_path: Path, mme_image: str, s3_server: str, s3_client: Any, s3_bucket: str, aws_credentials: None
+) -> None:
+    """DeleteEndpoint while a model downloads (slowly: 320 KiB/s, ~13 s for this one): the stop cancels
+    the load, its download stops at the next chunk and its temporary files go, no model folder is
+    left, and the waiting call is answered (issue 23: 1 of 3 deletions left 96 MiB behind)."""
+    artifact = mme_artifact(tmp_path / "big.tar.gz", "model-big", pad_bytes=4 << 20)
+    s3_client.upload_file(str(artifact), s3_bucket, "deleted/slow/big.tar.gz")
+    with slow_s3_proxy(s3_server) as proxy:
+        env = start_smlocal(tmp_path / "state", mme_image, s3_endpoint_url=proxy, model_load_window_s=60.0)
+        try:
+            assert (
+                deploy_mme(env, "mme-deleted", f"s3://{s3_bucket}/deleted/")["EndpointStatus"] == "InService"
+            )
+            (instance,) = (env.state_dir / "multi-model" / "mme-deleted").iterdir()
+            downloads = lambda: [p for p in env.state_dir.glob("artifacts/**/tmp/*")]  # noqa: E731
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                pending = pool.submit(call, env.rt, "mme-deleted", "slow/big.tar.gz")
+                wait_for("the download to start", downloads, timeout_s=30)
+                env.cleanup("mme-deleted")  # DeleteEndpoint, then until the deletion is done
+                assert downloads() == []  # stopped at once (it had seconds to go), its file removed
+                assert not instance.exists()
+                with pytest.raises(ClientError) as caught:
+                    pending.result(timeout=30)
+            assert error_of(caught.value)[:2] == ("ModelError", 424)
+            assert "its instance was stopped while the model was being loaded" in error_of(caught.value)[2]
+            assert not (env.state_dir / "multi-model" / "mme-deleted").exists() or not any(
+                (env.state_dir / "multi-model" / "mme-deleted").iterdir()
+            )
+        finally:
+            env.server.stop()

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from yarl import URL
 
@@ -57,6 +59,12 @@ class InstanceModels:
     models: dict[str, CachedModel] = field(default_factory=dict)
     #: how many models were unloaded to make room (507 from the container or the memory budget)
     evictions: int = 0
+    #: the instance stopped: no new load starts, the running ones were cancelled
+    stopped: bool = False
+    #: set when the instance stops: its downloads and links stop at their next chunk or file
+    cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: blocking work of its loads running in threads (a stop waits for them before the folder goes)
+    threads: set[asyncio.Future[Any]] = field(default_factory=set, repr=False)
     #: set (and replaced) whenever room may have been freed: see `changed`
     _change: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-import os
 import shutil
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -55,11 +55,13 @@ from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import Instance
 from emulator.hosting.multi_model.cache import CachedModel, InstanceModels
+from emulator.hosting.multi_model.folders import complete, link_tree
 from emulator.model import messages
 from emulator.model.resources import ModelDataSource
 from emulator.model_data.port import ModelDataStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: The header that tells the container the TargetModel of an invocation (for its logs; spec §5).
 TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
@@ -67,8 +69,13 @@ TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
 CONTAINER_MODELS = "/opt/ml/models"
 #: In-flight requests from which an instance that has the model counts as busy (choose) [U].
 BUSY_OUTSTANDING = 4
-#: A model folder's marker: written once its files are all in place (its content: their bytes).
-COMPLETE = ".smlocal-complete"
+#: Why a call whose instance stopped while its model loaded (and had no other to go to) failed [U]
+STOPPED_WHILE_LOADING = "its instance was stopped while the model was being loaded"
+
+
+class InstanceStopped(Exception):
+    """The instance stopped (was retired or deleted) while the call waited for its model's load:
+    the call may go to another instance of the variant."""
 
 
 class MultiModelHost:
@@ -110,6 +117,7 @@ class MultiModelHost:
                 instance_memory_bytes(self._config, variant.instance_type),
                 instance_volume_bytes(self._config, variant.instance_type, variant.volume_size_gb),
             )
+            instance.on_stop.append(functools.partial(self._stop_loads, found))
         return found
 
     def choose(self, instances: list[Instance], target: str) -> Instance | None:
@@ -137,6 +145,8 @@ class MultiModelHost:
     ) -> CachedModel:
         """The model, loaded in the instance's container, held for one invocation (`release` it)."""
         models = self.models_of(plan, instance)
+        if models.stopped:
+            raise InstanceStopped(instance.instance_id)
         model = models.get(target)
         model.in_use += 1
         if model.loaded and model.task is None:
@@ -158,6 +168,11 @@ class MultiModelHost:
             model.in_use -= 1
             self._metric(models, "ModelLoadingWaitTime", time.perf_counter() - waiting)
             raise ModelNotReady(messages.model_not_ready(target)) from None
+        except asyncio.CancelledError:
+            model.in_use -= 1
+            if models.stopped and not _cancelling():  # its load, not this call, was cancelled
+                raise InstanceStopped(instance.instance_id) from None
+            raise
         except BaseException:
             model.in_use -= 1
             raise
@@ -183,6 +198,24 @@ class MultiModelHost:
             )
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+
+    async def _stop_loads(self, models: InstanceModels) -> None:
+        """The instance stops: no load starts there any more, the running ones are cancelled, and
+        their blocking work (a download, a link into the folder) stops at its next chunk or file and
+        is waited for, so that nothing writes into the instance's folder once it is removed."""
+        models.stopped = True
+        models.cancel.set()
+        tasks = [t for m in models.models.values() for t in (m.task, m.discarding) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, *list(models.threads), return_exceptions=True)
+
+    async def _blocking(self, models: InstanceModels, work: Awaitable[T]) -> T:
+        """`work` (a thread pool call), tracked so that a stop can wait for it to end."""
+        future = asyncio.ensure_future(work)
+        models.threads.add(future)
+        future.add_done_callback(models.threads.discard)
+        return await asyncio.shield(future)
 
     async def close(self) -> None:
         for task in list(self._background):
@@ -220,7 +253,7 @@ class MultiModelHost:
         return ModelDataSource(str(Path(folder) / target)), folder, target
 
     async def _download(self, plan: VariantPlan, models: InstanceModels, model: CachedModel) -> None:
-        present: int | None = await self._executors.engine(_complete, model.folder)
+        present: int | None = await self._executors.engine(complete, model.folder)
         if present is not None:
             model.size = present
             model.on_disk = True  # already here (a restart of smlocal): as good as downloaded
@@ -229,12 +262,17 @@ class MultiModelHost:
         started = time.perf_counter()
         try:
             await self._executors.model_data(self._artifacts.check_exists, source)
-            extracted = await self._executors.model_data(self._artifacts.materialize, source)
+            extracted = await self._blocking(
+                models,
+                self._executors.model_data(self._artifacts.materialize, source, None, None, models.cancel),
+            )
         except ModelDataNotFound:
             raise ValidationFailed(messages.target_model_not_found(where, key)) from None
         except ModelDataError as exc:
             raise ValidationFailed(exc.message) from None
-        model.size = await self._executors.engine(_link_tree, extracted, model.folder)
+        model.size = await self._blocking(
+            models, self._executors.engine(link_tree, extracted, model.folder, models.cancel)
+        )
         model.on_disk = True
         self._metric(models, "ModelDownloadingTime", time.perf_counter() - started)
         for victim in models.delete_candidates(model):
@@ -339,41 +377,17 @@ class MultiModelHost:
             raise context.fault(ModelUnreachable, 0, f"{method} {path} failed: {exc}") from exc
 
 
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled (not only what it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _settled(models: InstanceModels, model: CachedModel, task: asyncio.Task[None]) -> None:
     model.task = None
     models.changed()  # a load ended: the loads waiting for room look again
     if not task.cancelled() and task.exception() is not None:
         log.info("loading %s failed: %s", model.target, task.exception())
-
-
-def _complete(folder: Path) -> int | None:
-    """The bytes of a model folder whose files are all in place, else None."""
-    try:
-        return int((folder / COMPLETE).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _link_tree(source: Path, folder: Path) -> int:
-    """Put the extracted model at `folder`/model: hard links to the cache's files (a copy where the
-    file system refuses links), in a temporary folder renamed into place; returns its bytes."""
-    shutil.rmtree(folder, ignore_errors=True)
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    total = 0
-
-    def link(src: str, dst: str) -> None:
-        nonlocal total
-        total += os.lstat(src).st_size
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-
-    shutil.copytree(source, tmp / "model", symlinks=True, copy_function=link)
-    (tmp / COMPLETE).write_text(str(total))
-    tmp.rename(folder)
-    return total
 
 
 class _Deadline:
