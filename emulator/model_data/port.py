@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from emulator.model.resources import ModelDataSource
+
+T = TypeVar("T")
 
 
 class ModelDataStore(Protocol):
@@ -19,3 +22,7 @@ class ModelDataStore(Protocol):
         shown_timeout_s: float | None = None,
         cancel: threading.Event | None = None,
     ) -> Path: ...
+
+    def materialize_into(
+        self, source: ModelDataSource, use: Callable[[Path], T], cancel: threading.Event | None = None
+    ) -> T: ...

@@ -23,6 +23,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from emulator.hosting.multi_model.cache import model_name
+from emulator.model_data.budget import tree_bytes
 from tests.fixtures.mme import mme_artifact
 from tests.fixtures.scaling import TIME_SCALE, wait_for
 from tests.fixtures.slow_s3 import slow_s3_proxy
@@ -558,3 +559,61 @@ def test_a_delete_during_a_load_stops_the_download_and_leaves_nothing(
             )
         finally:
             env.server.stop()
+
+
+def test_names_that_are_not_there_leave_no_entry(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    """300 TargetModels that do not exist: each is the not-found 400, and the instance keeps no entry
+    for any of them (issue 23: 3,000 bad names left 3,000 entries in memory)."""
+    upload(s3_client, s3_bucket, tmp_path, "names/a.tar.gz", "model-a")
+    assert deploy_mme(smlocal, "mme-names", f"s3://{s3_bucket}/names/")["EndpointStatus"] == "InService"
+    assert smlocal.server.service is not None
+    host = smlocal.server.service.multi_model
+
+    def bad(i: int) -> tuple[str, int]:
+        with pytest.raises(ClientError) as caught:
+            call(rt, "mme-names", f"missing-{i}.tar.gz")
+        code, status, _ = error_of(caught.value)
+        return code, status
+
+    try:
+        assert parts(call(rt, "mme-names", "a.tar.gz"))["answer"] == "model-a"
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            assert set(pool.map(bad, range(300))) == {("ValidationError", 400)}
+        assert host.tracked_models() == 1  # a, loaded; nothing for the 300 names
+    finally:
+        smlocal.cleanup("mme-names")
+
+
+def test_the_host_cache_of_models_stays_within_its_budget(
+    tmp_path: Path, mme_image: str, s3_server: str, s3_client: Any, s3_bucket: str, aws_credentials: None
+) -> None:
+    """12 models of ~100 KiB through an instance whose memory holds 2, whose disk holds 3, and a host
+    cache that holds 4: the
+    instance's folder and the cache both keep their budgets (issue 23: the cache grew 15x the
+    instance's budget), and an evicted model is downloaded again when asked for."""
+    for i in range(12):
+        artifact = mme_artifact(tmp_path / f"c{i}.tar.gz", f"model-c{i}", pad_bytes=100 << 10)
+        s3_client.upload_file(str(artifact), s3_bucket, f"cached/c{i}.tar.gz")
+    budget = 450 << 10
+    env = start_smlocal(
+        tmp_path / "state",
+        mme_image,
+        s3_endpoint_url=s3_server,
+        instance_memory_gb=(("ml.m5.large", (250 << 10) / 1024**3),),
+        instance_volume_gb=(("ml.m5.large", (350 << 10) / 1024**3),),
+        multi_model_cache_gb=budget / 1024**3,
+    )
+    cache = env.state_dir / "artifacts" / "multi-model" / "models"
+    try:
+        assert deploy_mme(env, "mme-cached", f"s3://{s3_bucket}/cached/")["EndpointStatus"] == "InService"
+        (instance,) = (env.state_dir / "multi-model" / "mme-cached").iterdir()
+        for i in [*range(12), 0]:
+            assert parts(call(env.rt, "mme-cached", f"c{i}.tar.gz"))["answer"] == f"model-c{i}"
+            assert tree_bytes(cache) <= budget and len(list(cache.iterdir())) <= 4
+            assert tree_bytes(instance) <= 350 << 10
+        assert len(list(cache.iterdir())) == 4
+        env.cleanup("mme-cached")
+    finally:
+        env.server.stop()

@@ -98,6 +98,21 @@ class InstanceModels:
             found = self.models[target] = CachedModel(target, name, self.root / name)
         return found
 
+    def forget_if_idle(self, model: CachedModel) -> None:
+        """Drop the entry of a model with nothing behind it: not loaded, not on disk, no call using
+        it, no work under way (a failed load, a TargetModel that is not there: an entry per name
+        ever asked for grew without end). Entries on disk stay: the disk budget counts them."""
+        idle = not (
+            model.loaded
+            or model.on_disk
+            or model.in_use
+            or model.loading
+            or model.task is not None
+            or model.discarding is not None
+        )
+        if idle and self.models.get(model.target) is model:
+            del self.models[model.target]
+
     def loaded_bytes(self, but: CachedModel | None = None) -> int:
         """Bytes of the models loaded or being loaded (room already made for them)."""
         return sum(m.size for m in self.models.values() if (m.loaded or m.loading) and m is not but)

@@ -105,6 +105,10 @@ class MultiModelHost:
         """(endpoint, variant, models loaded) of every multi-model instance (LoadedModelCount)."""
         return [(m.endpoint, m.variant, m.loaded_count()) for m in list(self._instances.values())]
 
+    def tracked_models(self) -> int:
+        """How many models the instances keep an entry for (a test's view of the bound)."""
+        return sum(len(m.models) for m in list(self._instances.values()))
+
     def models_of(self, plan: VariantPlan, instance: Instance) -> InstanceModels:
         found = self._instances.get(instance)
         if found is None:
@@ -170,11 +174,13 @@ class MultiModelHost:
             raise ModelNotReady(messages.model_not_ready(target)) from None
         except asyncio.CancelledError:
             model.in_use -= 1
+            models.forget_if_idle(model)
             if models.stopped and not _cancelling():  # its load, not this call, was cancelled
                 raise InstanceStopped(instance.instance_id) from None
             raise
         except BaseException:
             model.in_use -= 1
+            models.forget_if_idle(model)  # a failed load: no entry stays for it
             raise
         self._metric(models, "ModelLoadingWaitTime", time.perf_counter() - waiting)
         model.last_used = time.monotonic()
@@ -262,17 +268,16 @@ class MultiModelHost:
         started = time.perf_counter()
         try:
             await self._executors.model_data(self._artifacts.check_exists, source)
-            extracted = await self._blocking(
+            # linked into the instance's folder while the cache keeps the directory (pinned)
+            link = functools.partial(link_tree, folder=model.folder, cancel=models.cancel)
+            model.size = await self._blocking(
                 models,
-                self._executors.model_data(self._artifacts.materialize, source, None, None, models.cancel),
+                self._executors.model_data(self._artifacts.materialize_into, source, link, models.cancel),
             )
         except ModelDataNotFound:
             raise ValidationFailed(messages.target_model_not_found(where, key)) from None
         except ModelDataError as exc:
             raise ValidationFailed(exc.message) from None
-        model.size = await self._blocking(
-            models, self._executors.engine(link_tree, extracted, model.folder, models.cancel)
-        )
         model.on_disk = True
         self._metric(models, "ModelDownloadingTime", time.perf_counter() - started)
         for victim in models.delete_candidates(model):
@@ -280,6 +285,7 @@ class MultiModelHost:
                 break
             await self._executors.engine(shutil.rmtree, victim.folder, True)
             victim.on_disk = False
+            models.forget_if_idle(victim)
 
     async def _make_room(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
         """Unload idle models, least recently used first, until this one fits the memory budget;
@@ -356,6 +362,7 @@ class MultiModelHost:
             await self._executors.engine(shutil.rmtree, model.folder, True)
         finally:
             model.discarding = None
+            models.forget_if_idle(model)
 
     async def _call(
         self, instance: Instance, method: str, path: str, context: FaultContext | None, body: Any = None
@@ -386,6 +393,7 @@ def _cancelling() -> bool:
 def _settled(models: InstanceModels, model: CachedModel, task: asyncio.Task[None]) -> None:
     model.task = None
     models.changed()  # a load ended: the loads waiting for room look again
+    models.forget_if_idle(model)  # failed, and every call that waited for it has gone
     if not task.cancelled() and task.exception() is not None:
         log.info("loading %s failed: %s", model.target, task.exception())
 
