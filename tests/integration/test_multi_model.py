@@ -617,3 +617,48 @@ def test_the_host_cache_of_models_stays_within_its_budget(
         env.cleanup("mme-cached")
     finally:
         env.server.stop()
+
+
+def test_a_call_whose_instance_is_retired_mid_load_is_served_by_the_new_one(
+    tmp_path: Path, mme_image: str, s3_server: str, s3_client: Any, s3_bucket: str, aws_credentials: None
+) -> None:
+    """UpdateEndpoint (blue/green) while a call waits for a slow load on the old instance: the old
+    instance's stop cancels the load and the call goes to the new fleet's instance, where it is
+    served (not failed: SageMaker would have served it)."""
+    upload(s3_client, s3_bucket, tmp_path, "retired/a.tar.gz", "model-a")
+    env = start_smlocal(tmp_path / "state", mme_image, s3_endpoint_url=s3_server, model_load_window_s=60.0)
+    try:
+        slow = deploy_mme(env, "mme-retired", f"s3://{s3_bucket}/retired/", {"LOAD_SLEEP_S": "30"})
+        assert slow["EndpointStatus"] == "InService"
+        env.sm.create_model(
+            ModelName="mme-retired-fast",
+            PrimaryContainer={
+                "Image": mme_image,
+                "Mode": "MultiModel",
+                "ModelDataUrl": f"s3://{s3_bucket}/retired/",
+            },
+        )
+        variant = {
+            "VariantName": "AllTraffic",
+            "ModelName": "mme-retired-fast",
+            "InitialInstanceCount": 1,
+            "InstanceType": "ml.m5.large",
+        }
+        env.sm.create_endpoint_config(EndpointConfigName="mme-retired-fast", ProductionVariants=[variant])
+        (instance,) = (env.state_dir / "multi-model" / "mme-retired").iterdir()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(call, env.rt, "mme-retired", "a.tar.gz")
+            # linked into the old instance's folder: its 30 s load is under way
+            wait_for("the slow load to start", lambda: (instance / model_name("a.tar.gz")).is_dir(), 30)
+            env.sm.update_endpoint(EndpointName="mme-retired", EndpointConfigName="mme-retired-fast")
+            answer = parts(pending.result(timeout=60))
+        assert answer["answer"] == "model-a" and answer["loads"] == "1"  # loaded by the new container
+        status = lambda: env.sm.describe_endpoint(EndpointName="mme-retired")["EndpointStatus"]  # noqa: E731
+        wait_for("the update to end", lambda: status() != "Updating", 60)
+        assert status() == "InService"
+        assert not instance.exists()
+        env.cleanup("mme-retired")
+        env.sm.delete_endpoint_config(EndpointConfigName="mme-retired-fast")
+        env.sm.delete_model(ModelName="mme-retired-fast")
+    finally:
+        env.server.stop()

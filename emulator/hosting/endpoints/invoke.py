@@ -267,6 +267,8 @@ class Invocations(ServiceBase):
         try:
             return await self._call_model_on(instance, context, variant, body, headers, target)
         except InstanceStopped:  # retired while it loaded the model: once more, on another [U]
+            fleet = self._fleets.get(endpoint_name)  # an update may have put in a new fleet
+            variant = (fleet.variants.get(variant.variant.variant_name) if fleet else None) or variant
             others = [i for i in variant.instances if i is not instance]
             if not others:
                 raise context.fault(

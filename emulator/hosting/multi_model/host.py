@@ -7,13 +7,15 @@ Choices where SageMaker's behaviour is not documented [U], in one place (docs/mu
 
 - a model's memory is estimated as its extracted size; the budget is the instance type's memory
   (config.INSTANCE_MEMORY_GB), the disk budget its volume (VolumeSizeInGB or the type's);
-- after a 507, smlocal unloads the least recently used idle model and tries the load again, until
-  the load succeeds or nothing idle is left (then the call is a 424 ModelError with the 507);
+- after a 507, smlocal unloads the least recently used idle model and tries the load again; with
+  none idle, it waits for one (or another load's end) up to the load window (container.py);
 - a load answered 409 (already loaded: after a restart of smlocal the container may still have it)
   counts as loaded;
-- the artifact is fetched through the model data store's content-addressed cache and linked into the
-  instance's folder (hard links: one copy of the bytes on the host, one folder per instance, as each
-  SageMaker instance has its own).
+- the artifact is fetched through the multi-model store's content-addressed cache (a host budget,
+  least recently used evicted) and linked into the instance's folder (hard links: one copy of the
+  bytes on the host, one folder per instance, as each SageMaker instance has its own; folders.py);
+- a stop cancels the instance's loads and waits for their threads before its folder goes; a call
+  that waited tries another instance once.
 
 Concurrent first requests for one model on one instance share one download and one load (the task on
 its CachedModel). A request waits `ServerConfig.model_load_window_s` for it; past that it answers 429
@@ -23,7 +25,6 @@ ModelNotReadyException and the task goes on (up to MODEL_LOAD_LIMIT_S), so a ret
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import shutil
@@ -31,7 +32,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import aiohttp
 
@@ -44,10 +45,7 @@ from emulator.config import (
 from emulator.errors import (
     ModelDataError,
     ModelDataNotFound,
-    ModelErrorResponse,
     ModelNotReady,
-    ModelTimeout,
-    ModelUnreachable,
     ValidationFailed,
 )
 from emulator.hosting.executors import Executors
@@ -55,6 +53,7 @@ from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import Instance
 from emulator.hosting.multi_model.cache import CachedModel, InstanceModels
+from emulator.hosting.multi_model.container import ContainerModels
 from emulator.hosting.multi_model.folders import complete, link_tree
 from emulator.model import messages
 from emulator.model.resources import ModelDataSource
@@ -65,8 +64,6 @@ T = TypeVar("T")
 
 #: The header that tells the container the TargetModel of an invocation (for its logs; spec §5).
 TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
-#: Where the container finds model `name`'s files (spec §5).
-CONTAINER_MODELS = "/opt/ml/models"
 #: In-flight requests from which an instance that has the model counts as busy (choose) [U].
 BUSY_OUTSTANDING = 4
 #: Why a call whose instance stopped while its model loaded (and had no other to go to) failed [U]
@@ -90,12 +87,12 @@ class MultiModelHost:
         self._config = config
         self._artifacts = artifacts
         self._executors = executors
-        self._session = session
         self._instances: weakref.WeakKeyDictionary[Instance, InstanceModels] = weakref.WeakKeyDictionary()
         self._background: set[asyncio.Task[None]] = set()
         #: Where the multi-model metrics go: (endpoint, variant, metric, value; times in seconds).
         #: Set by app.py to the metric store's `record_model_metric`; None: not recorded.
         self.record: Callable[[str, str, str, float], None] | None = None
+        self._api = ContainerModels(config.model_load_window_s, session, self._metric)
 
     def _metric(self, models: InstanceModels, name: str, value: float) -> None:
         if self.record is not None:
@@ -243,8 +240,8 @@ class MultiModelHost:
                 await asyncio.shield(model.discarding)
             if not model.on_disk:
                 await self._download(plan, models, model)
-            await self._make_room(instance, models, model)
-            await self._load(instance, models, model, context)
+            await self._api.make_room(instance, models, model)
+            await self._api.load(instance, models, model, context)
 
     def _source(self, plan: VariantPlan, target: str) -> tuple[ModelDataSource, str, str]:
         """The artifact's source, and the (bucket or folder, key) a not-found message names."""
@@ -287,101 +284,15 @@ class MultiModelHost:
             victim.on_disk = False
             models.forget_if_idle(victim)
 
-    async def _make_room(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
-        """Unload idle models, least recently used first, until this one fits the memory budget;
-        when none is idle but one will be (or another load ends), wait for it, up to the load window."""
-        deadline = _Deadline(self._config.model_load_window_s)
-        while models.loaded_bytes(but=model) + model.size > models.memory_budget:
-            victims = models.unload_candidates(model)
-            if victims:
-                await self._unload(instance, models, victims[0])
-                models.evictions += 1
-            elif not await self._wait_for_room(models, model, deadline):
-                break  # nothing will free room in time: try the load, the container decides
-        model.loading = True  # counted from now on: concurrent loads make room for each other
-
-    async def _wait_for_room(self, models: InstanceModels, model: CachedModel, deadline: _Deadline) -> bool:
-        """Wait until room may have been freed (True), or False at once when nothing else is
-        loading or in use, or once `deadline` passes."""
-        if not models.room_may_free(model) or deadline.passed():
-            return False
-        model.waiting = True
-        try:
-            async with asyncio.timeout(deadline.left()):
-                await models.wait_change()
-        except TimeoutError:
-            return False
-        finally:
-            model.waiting = False
-        return True
-
-    async def _load(
-        self, instance: Instance, models: InstanceModels, model: CachedModel, context: FaultContext
-    ) -> None:
-        """The container's load; a 507 unloads the least recently used idle model and tries again,
-        or, with every loaded model busy, waits (up to the load window) for one to become idle."""
-        body = {"model_name": model.name, "url": f"{CONTAINER_MODELS}/{model.name}/model"}
-        deadline = _Deadline(self._config.model_load_window_s)
-        try:
-            while True:
-                started = time.perf_counter()
-                status, text = await self._call(instance, "POST", "/models", context, body)
-                if 200 <= status < 300 or status == 409:
-                    if status != 409:  # a 409 loaded nothing now
-                        self._metric(models, "ModelLoadingTime", time.perf_counter() - started)
-                    model.loaded = True
-                    log.info("%s: loaded %s as %s", instance.instance_id, model.target, model.name)
-                    return
-                if status != 507:
-                    raise context.fault(ModelErrorResponse, status, text or f"load answered {status}")
-                victims = models.unload_candidates(model)
-                if victims:  # 507: make room, then try again
-                    await self._unload(instance, models, victims[0])
-                    models.evictions += 1
-                elif not await self._wait_for_room(models, model, deadline):
-                    raise context.fault(ModelErrorResponse, status, text or f"load answered {status}")
-        finally:
-            model.loading = False
-
-    async def _unload(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
-        model.loaded = False
-        started = time.perf_counter()
-        try:
-            with contextlib.suppress(Exception):  # a failed unload: the container keeps it; we do not
-                await self._call(instance, "DELETE", f"/models/{model.name}", None)
-                self._metric(models, "ModelUnloadingTime", time.perf_counter() - started)
-        finally:
-            models.changed()
-        log.info("%s: unloaded %s", instance.instance_id, model.target)
-
     async def _discard(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
         """ModelCacheSetting Disabled: unload after the invocation and delete from disk (a load that
         starts meanwhile waits for this first)."""
         try:
-            await self._unload(instance, models, model)
+            await self._api.unload(instance, models, model)
             await self._executors.engine(shutil.rmtree, model.folder, True)
         finally:
             model.discarding = None
             models.forget_if_idle(model)
-
-    async def _call(
-        self, instance: Instance, method: str, path: str, context: FaultContext | None, body: Any = None
-    ) -> tuple[int, str]:
-        """One call of the container's model API: its status and body text."""
-        timeout = aiohttp.ClientTimeout(total=MODEL_LOAD_LIMIT_S)
-        try:
-            async with self._session().request(
-                method, f"{instance.base_url}{path}", json=body, timeout=timeout, allow_redirects=False
-            ) as resp:
-                return resp.status, (await resp.content.read(64 * 1024)).decode("utf-8", "replace")
-        except TimeoutError:
-            if context is None:
-                raise
-            raise context.fault(ModelTimeout, 0, f"{method} {path} did not answer") from None
-        except aiohttp.ClientError as exc:
-            if context is None:
-                raise
-            raise context.fault(ModelUnreachable, 0, f"{method} {path} failed: {exc}") from exc
 
 
 def _cancelling() -> bool:
@@ -396,16 +307,3 @@ def _settled(models: InstanceModels, model: CachedModel, task: asyncio.Task[None
     models.forget_if_idle(model)  # failed, and every call that waited for it has gone
     if not task.cancelled() and task.exception() is not None:
         log.info("loading %s failed: %s", model.target, task.exception())
-
-
-class _Deadline:
-    """How long a load may wait for room: the load window, from when its wait began."""
-
-    def __init__(self, budget_s: float) -> None:
-        self._at = time.monotonic() + budget_s
-
-    def left(self) -> float:
-        return max(0.0, self._at - time.monotonic())
-
-    def passed(self) -> bool:
-        return time.monotonic() >= self._at
