@@ -662,3 +662,34 @@ def test_a_call_whose_instance_is_retired_mid_load_is_served_by_the_new_one(
         env.sm.delete_model(ModelName="mme-retired-fast")
     finally:
         env.server.stop()
+
+
+def test_a_steady_load_over_more_models_than_fit_is_all_served(
+    smlocal: Smlocal, rt: Any, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    """12 clients calling back to back (10 calls each) over 6 models on a container that holds 2: a
+    loaded model is always wanted by some client, so a load waiting for room gets the next model to
+    become idle handed over (it is not given to a new call first) and every call is served."""
+    names = [f"s{i}" for i in range(6)]
+    for name in names:
+        upload(s3_client, s3_bucket, tmp_path, f"steady/{name}.tar.gz", f"model-{name}")
+    described = deploy_mme(smlocal, "mme-steady", f"s3://{s3_bucket}/steady/", {"MAX_LOADED": "2"})
+    assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+
+    def client(k: int) -> list[str]:
+        answers = []
+        for j in range(10):
+            name = names[(k + j) % len(names)]
+            try:
+                answers.append(parts(call(rt, "mme-steady", f"{name}.tar.gz"))["answer"])
+            except ClientError as exc:
+                answers.append("failed: {} {} {}".format(*error_of(exc)))
+        return answers
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            answers = [a for got in pool.map(client, range(12)) for a in got]
+        failed = [a for a in answers if a.startswith("failed")]
+        assert not failed, f"{len(failed)} of 120 failed, e.g. {failed[0]}"
+    finally:
+        smlocal.cleanup("mme-steady")
