@@ -12,6 +12,7 @@ import json
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -143,6 +144,39 @@ def invalid_object(uri: str, key_uri: str, reason: str) -> ModelDataFailure:
         "each object must map to a file path under /opt/ml/model.",
         f"{key_uri}: {reason}",
     )
+
+
+class Cancellation(threading.Event):
+    """An Event that also calls what was registered with `on_set` when it is set: a fetch blocked
+    in a read (a stalled source) registers the shutdown of its socket, so that it returns at once
+    instead of after the read timeout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def set(self) -> None:
+        super().set()
+        with self._lock:
+            callbacks, self._callbacks = list(self._callbacks.values()), {}
+        for callback in callbacks:
+            callback()
+
+    def on_set(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` once set (at once if it is); returns what unregisters it."""
+        with self._lock:
+            if not self.is_set():
+                key = self._next = self._next + 1
+                self._callbacks[key] = callback
+                return lambda: self._forget(key)
+        callback()
+        return lambda: None
+
+    def _forget(self, key: int) -> None:
+        with self._lock:
+            self._callbacks.pop(key, None)
 
 
 def cancelled_message(uri: str) -> str:

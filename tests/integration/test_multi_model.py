@@ -528,14 +528,22 @@ def test_concurrent_calls_over_more_models_than_fit_are_all_served(
         smlocal.cleanup("mme-crowd")
 
 
+@pytest.mark.parametrize("how", ["slow", "stall"])
 def test_a_delete_during_a_load_stops_the_download_and_leaves_nothing(
-    tmp_path: Path, mme_image: str, s3_server: str, s3_client: Any, s3_bucket: str, aws_credentials: None
+    how: str,
+    tmp_path: Path,
+    mme_image: str,
+    s3_server: str,
+    s3_client: Any,
+    s3_bucket: str,
+    aws_credentials: None,
 ) -> None:
-    """DeleteEndpoint while a model downloads (slowly: 320 KiB/s, ~13 s for this one): the stop cancels
-    the load, its download stops at the next chunk and its temporary files go, no model folder is
+    """DeleteEndpoint while a model downloads slowly (320 KiB/s, ~13 s for this one) or from a source
+    that stalled (one piece, then nothing for 60 s): the stop cancels the load, its download stops at
+    once (the next chunk, or its socket shut down) and its temporary files go, no model folder is
     left, and the waiting call is answered (issue 23: 1 of 3 deletions left 96 MiB behind)."""
     artifact = mme_artifact(tmp_path / "big.tar.gz", "model-big", pad_bytes=4 << 20)
-    s3_client.upload_file(str(artifact), s3_bucket, "deleted/slow/big.tar.gz")
+    s3_client.upload_file(str(artifact), s3_bucket, f"deleted/{how}/big.tar.gz")
     with slow_s3_proxy(s3_server) as proxy:
         env = start_smlocal(tmp_path / "state", mme_image, s3_endpoint_url=proxy, model_load_window_s=60.0)
         try:
@@ -545,9 +553,11 @@ def test_a_delete_during_a_load_stops_the_download_and_leaves_nothing(
             (instance,) = (env.state_dir / "multi-model" / "mme-deleted").iterdir()
             downloads = lambda: [p for p in env.state_dir.glob("artifacts/**/tmp/*")]  # noqa: E731
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                pending = pool.submit(call, env.rt, "mme-deleted", "slow/big.tar.gz")
+                pending = pool.submit(call, env.rt, "mme-deleted", f"{how}/big.tar.gz")
                 wait_for("the download to start", downloads, timeout_s=30)
+                began = time.monotonic()
                 env.cleanup("mme-deleted")  # DeleteEndpoint, then until the deletion is done
+                assert time.monotonic() - began < 20  # the stall would hold it for 60 s
                 assert downloads() == []  # stopped at once (it had seconds to go), its file removed
                 assert not instance.exists()
                 with pytest.raises(ClientError) as caught:

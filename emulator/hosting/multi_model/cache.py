@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from yarl import URL
+
+from emulator.model_data.sources import Cancellation
 
 
 def model_name(target: str) -> str:
@@ -62,7 +63,7 @@ class InstanceModels:
     #: the instance stopped: no new load starts, the running ones were cancelled
     stopped: bool = False
     #: set when the instance stops: its downloads and links stop at their next chunk or file
-    cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    cancel: Cancellation = field(default_factory=Cancellation, repr=False)
     #: blocking work of its loads running in threads (a stop waits for them before the folder goes)
     threads: set[asyncio.Future[Any]] = field(default_factory=set, repr=False)
     #: set (and replaced) whenever room may have been freed: see `changed`
