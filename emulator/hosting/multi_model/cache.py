@@ -69,14 +69,22 @@ class InstanceModels:
     #: set (and replaced) whenever room may have been freed: see `changed`
     _change: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
+    #: loads waiting in `wait_change` (none: `changed` costs nothing on the hot path)
+    _waiters: int = 0
+
     def changed(self) -> None:
         """Wake the loads waiting for room: a model became idle, or a load or an unload ended."""
-        self._change.set()
-        self._change = asyncio.Event()
+        if self._waiters:
+            self._change.set()
+            self._change = asyncio.Event()
 
     async def wait_change(self) -> None:
         """Until the next `changed` (the caller bounds the wait)."""
-        await self._change.wait()
+        self._waiters += 1
+        try:
+            await self._change.wait()
+        finally:
+            self._waiters -= 1
 
     def room_may_free(self, keep: CachedModel) -> bool:
         """Whether waiting can help a load that found no idle model to unload: another model is

@@ -186,8 +186,8 @@ class MultiModelHost:
     def release(self, plan: VariantPlan, instance: Instance, model: CachedModel) -> None:
         model.in_use -= 1
         model.last_used = time.monotonic()
-        if not model.in_use:  # idle now: a load waiting for room may unload it
-            self.models_of(plan, instance).changed()
+        if not model.in_use and (models := self._instances.get(instance)) is not None:
+            models.changed()  # idle now: a load waiting for room may unload it
         if (
             plan.model.primary_container.model_cache_setting == "Disabled"
             and not model.in_use
