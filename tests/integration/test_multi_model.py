@@ -280,7 +280,7 @@ def test_a_slow_load_is_model_not_ready_then_served(
         legacy, sent = counting_client(smlocal.server.url, "legacy")
         got = legacy.invoke_endpoint(EndpointName="mme-slow", Body=b"q", TargetModel="c.tar.gz")
         assert parts(got["Body"].read().decode())["loads"] == "1"  # the first attempt's load
-        assert len(sent) == 2  # legacy mode: a 429, then the retry that the load's end serves
+        assert len(sent) >= 2  # legacy mode: a 429, then retries until the load's end serves one
     finally:
         smlocal.cleanup("mme-slow")
 
