@@ -179,12 +179,14 @@ def build_app(
         else:
             rt = runtime
         artifacts = ArtifactStore.for_server(config, _s3_factory(config))
+        multi_model_artifacts = ArtifactStore.for_multi_model(config, _s3_factory(config))
         service = HostingService(
             config,
             rt,
             artifacts,
             s3_client_factory=_s3_factory(config),
             sns_client_factory=_client_factory(config, "sns", config.sns_endpoint_url),
+            multi_model_artifacts=multi_model_artifacts,
         )
         app[SERVICE] = service
         await service.start()
@@ -209,6 +211,7 @@ def build_app(
         await hooks.sampler.close()
         await service.close(stop_containers=stop_containers_on_exit)
         artifacts.close()
+        multi_model_artifacts.close()
         if own is not None:  # the engine client this app made: its connections go with it
             own.close()
 

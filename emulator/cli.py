@@ -213,6 +213,14 @@ def build_parser() -> argparse.ArgumentParser:
         "429 ModelNotReadyException (loading goes on; default: 60, SageMaker's)",
     )
     p.add_argument(
+        "--multi-model-cache-gb",
+        type=_positive_float,
+        default=20.0,
+        metavar="GB",
+        help="multi-model endpoints: the host's cache of extracted models; beyond it the least recently "
+        "used ones no load is using are deleted (default: 20)",
+    )
+    p.add_argument(
         "--serverless-idle",
         type=_positive_float,
         default=300.0,

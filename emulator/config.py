@@ -134,6 +134,9 @@ class ServerConfig:
     #: downloaded and loaded before it answers 429 ModelNotReadyException (loading goes on, up to
     #: MODEL_LOAD_LIMIT_S). SageMaker's is the 60 s invocation window; `--model-load-window`.
     model_load_window_s: float = 60.0
+    #: The multi-model endpoints' artifact cache on the host (GiB, `--multi-model-cache-gb`): beyond it
+    #: the least recently used extracted models no load is using are deleted (smlocal's own) [U].
+    multi_model_cache_gb: float = 20.0
     #: Memory per instance for multi-model endpoints (GB per instance type) over INSTANCE_MEMORY_GB:
     #: the budget of loaded models (docs/multi-model.md).
     instance_memory_gb: tuple[tuple[str, float], ...] = ()

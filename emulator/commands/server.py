@@ -53,6 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         sns_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_SNS") or os.environ.get("AWS_ENDPOINT_URL"),
         time_scale=args.time_scale,
         model_load_window_s=args.model_load_window,
+        multi_model_cache_gb=args.multi_model_cache_gb,
         serverless_idle_s=args.serverless_idle,
         archive_limits=ArchiveLimits(
             max_header_bytes=args.archive_max_header_bytes,

@@ -6,21 +6,26 @@ Layout under `root`::
                        Gzip: sha256 of the archive bytes. Uncompressed: sha256 of a manifest of
                        (name, ETag, size) of the objects, so a listing identifies its directory.
     tmp/               downloads and extractions in progress; removed when they fail.
-    index.json         source fingerprint -> archive digest: [s3, bucket, key, ETag, size] and
-                       [file, real path, size, mtime_ns], so a repeat needs no download or hash.
+    index.json         source fingerprint -> archive digest (index.py: a journal of changes).
 
 A model directory is built in a fresh temp dir (an archive extracted, or files laid out by a fetcher)
 within the size cap, and published only before the download deadline.
+
+With a byte budget (the multi-model cache, whose directories are never mounted: instances link
+their files), every directory handed out is pinned until the calling thread's work is done
+(`release_held`), then the least recently used unpinned directories are evicted until the cache fits
+the budget; at start, leftovers in tmp/ go and the cache is brought within the budget. Without one
+(the single-model cache, whose directories are mounted into containers) nothing is evicted.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -28,7 +33,9 @@ from pathlib import Path
 
 from emulator.config import ArchiveLimits
 from emulator.model.resources import ModelDataSource
+from emulator.model_data.budget import CacheBudget, tree_bytes
 from emulator.model_data.extract import DIR_MODE, ArchiveRejected, ArchiveTooLarge, extract_archive
+from emulator.model_data.index import ModelIndex
 from emulator.model_data.sources import (
     ModelDataFailure,
     extract_failed_message,
@@ -53,7 +60,13 @@ class ModelCache:
 
     `check_deadline` raises once the running materialize call (its thread's) is past its deadline."""
 
-    def __init__(self, root: Path, limits: ArchiveLimits, check_deadline: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        limits: ArchiveLimits,
+        check_deadline: Callable[[], None],
+        budget_bytes: float | None = None,
+    ) -> None:
         self.models_dir = root / "models"
         self.tmp_dir = root / "tmp"
         self.index_file = root / "index.json"
@@ -61,11 +74,15 @@ class ModelCache:
         self.max_extracted_bytes = limits.max_extracted_bytes
         self._check_deadline = check_deadline
         self._guard = threading.Lock()  # protects the fields below
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks: dict[str, tuple[threading.Lock, list[int]]] = {}  # key -> (lock, [holders])
         self._stats = ArtifactStats()
+        self._budget = CacheBudget(budget_bytes) if budget_bytes is not None else None
+        self._held = threading.local()  # the digests the current thread's work was handed
         self.models_dir.mkdir(parents=True, exist_ok=True)
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
-        self._index: dict[str, str] = self._load_index()
+        self._index = ModelIndex(self.index_file, self.tmp_dir)
+        if self._budget is not None:
+            self._start_budget(self._budget)
 
     @property
     def stats(self) -> ArtifactStats:
@@ -117,6 +134,7 @@ class ModelCache:
         target = self.models_dir / digest
         if target.is_dir():
             self.count(reuses=1)
+            self._hand_out(digest)
             log.info("model data %s: reusing %s", source.uri, target)
             return target
         tmp = Path(tempfile.mkdtemp(prefix=f"build-{digest[:12]}-", dir=self.tmp_dir))
@@ -130,6 +148,7 @@ class ModelCache:
         target = self.models_dir / digest
         if target.is_dir():
             self.count(reuses=1)
+            self._hand_out(digest)
             return target
         self._check_deadline()  # a model directory finished too late is not published
         try:
@@ -140,58 +159,132 @@ class ModelCache:
         except OSError as exc:
             if target.is_dir():  # another process published the same content first
                 self.count(reuses=1)
+                self._hand_out(digest)
                 return target
             raise ModelDataFailure(
                 extract_failed_message(source.uri), f"could not publish {target}: {exc}"
             ) from exc
         self.count(extractions=1)
+        if self._budget is not None:
+            size = tree_bytes(target)
+            with self._guard:
+                self._budget.add(digest, size)
+        self._hand_out(digest)
         log.info("model data %s: built %s", source.uri, target)
         return target
 
     # -- index, locks, counters ---------------------------------------------------------------------
 
-    def _load_index(self) -> dict[str, str]:
-        try:
-            data = json.loads(self.index_file.read_text())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            log.warning("ignoring unreadable model data index %s: %s", self.index_file, exc)
-            return {}
-        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
     def lookup(self, fingerprint: str) -> Path | None:
         with self._guard:
             digest = self._index.get(fingerprint)
-        if digest is None:
-            return None
-        target = self.models_dir / digest
-        if not target.is_dir():
-            return None
+            if digest is None:
+                return None
+            target = self.models_dir / digest
+            if not target.is_dir():  # checked under the guard: an eviction renames under it too
+                return None
+            self._hand_out_locked(digest)
         self.count(reuses=1)
         log.info("model data index hit: %s", target)
         return target
 
     def remember(self, fingerprint: str, digest: str) -> None:
         with self._guard:
-            self._index[fingerprint] = digest
-            snapshot = json.dumps(self._index, indent=0, sort_keys=True)
-            # Written under the guard so two writers in this process cannot interleave.
-            fd, name = tempfile.mkstemp(prefix="index-", dir=self.tmp_dir)
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(snapshot)
-                os.replace(name, self.index_file)
-            except OSError as exc:
-                Path(name).unlink(missing_ok=True)
-                log.warning("could not write model data index %s: %s", self.index_file, exc)
+            self._index.put(fingerprint, digest)
+
+    # -- the budget -----------------------------------------------------------------------------------
+
+    def _hand_out(self, digest: str) -> None:
+        with self._guard:
+            self._hand_out_locked(digest)
+
+    def _hand_out_locked(self, digest: str) -> None:
+        """`digest`'s directory goes to the current thread's work: pinned until `release_held`."""
+        if self._budget is None:
+            return
+        self._budget.pin(digest)
+        self._budget.touch(digest)
+        held: list[str] = getattr(self._held, "digests", [])
+        self._held.digests = [*held, digest]
+
+    def release_held(self) -> None:
+        """The current thread's work is done with what it was handed: unpin, then evict to the budget."""
+        if self._budget is None:
+            return
+        held: list[str] = getattr(self._held, "digests", [])
+        self._held.digests = []
+        with self._guard:
+            for digest in held:
+                self._budget.unpin(digest)
+        self.evict()
+
+    def evict(self) -> list[str]:
+        """Remove least recently used unpinned directories until the cache fits its budget."""
+        if self._budget is None:
+            return []
+        with self._guard:
+            victims = self._budget.victims()
+        evicted: list[str] = []
+        for digest in victims:
+            with self.locked("digest:" + digest), self._guard:
+                if self._budget.pinned(digest):
+                    continue  # handed out meanwhile
+                target = self.models_dir / digest
+                doomed = self.tmp_dir / f"evict-{digest}"
+                try:
+                    os.rename(target, doomed)  # gone for lookups at once; deleted below
+                except OSError:
+                    pass
+                self._budget.remove(digest)
+                self._index.drop_digest(digest)
+            shutil.rmtree(doomed, ignore_errors=True)
+            evicted.append(digest)
+        if evicted:
+            log.info("model data cache over its budget: evicted %d director(ies)", len(evicted))
+        return evicted
+
+    def _start_budget(self, budget: CacheBudget) -> None:
+        """At start: leftovers of interrupted work go; the directories present are counted (last
+        used: their modification time) and the cache brought within its budget."""
+        for leftover in self.tmp_dir.iterdir():
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+        now_wall, now = time.time(), time.monotonic()
+        for path in self.models_dir.iterdir():
+            if path.is_dir() and not path.is_symlink():
+                budget.add(path.name, tree_bytes(path), now - (now_wall - path.stat().st_mtime))
+        self.evict()
+
+    @property
+    def cached_bytes(self) -> int | None:
+        """Bytes of the directories the budget counts (None without a budget)."""
+        with self._guard:
+            return None if self._budget is None else self._budget.total_bytes
+
+    # -- locks, counters ------------------------------------------------------------------------------
 
     @contextmanager
     def locked(self, key: str) -> Iterator[None]:
+        """One holder of `key` at a time; the lock is dropped once nobody holds or waits for it
+        (a lock kept per key ever seen grew with every model)."""
         with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            yield
+            lock, holders = self._locks.setdefault(key, (threading.Lock(), [0]))
+            holders[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                holders[0] -= 1
+                if not holders[0]:
+                    del self._locks[key]
+
+    @property
+    def lock_count(self) -> int:
+        with self._guard:
+            return len(self._locks)
 
     def count(self, **increments: int) -> None:
         with self._guard:

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from emulator.model.resources import ModelDataSource
+
+T = TypeVar("T")
 
 
 class ModelDataStore(Protocol):
     def check_exists(self, source: ModelDataSource) -> None: ...
 
     def materialize(
-        self, source: ModelDataSource, timeout_s: float | None = None, shown_timeout_s: float | None = None
+        self,
+        source: ModelDataSource,
+        timeout_s: float | None = None,
+        shown_timeout_s: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> Path: ...
+
+    def materialize_into(
+        self, source: ModelDataSource, use: Callable[[Path], T], cancel: threading.Event | None = None
+    ) -> T: ...

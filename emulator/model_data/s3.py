@@ -9,6 +9,7 @@ known: the `Invalid model data at URL ...` messages here are smlocal's own, in S
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -26,6 +27,7 @@ from emulator.model.resources import ModelDataSource
 from emulator.model_data.cache import ModelCache
 from emulator.model_data.extract import FILE_MODE
 from emulator.model_data.sources import (
+    Cancellation,
     Deadline,
     ModelDataFailure,
     S3Location,
@@ -51,6 +53,10 @@ def _shut_down_stream(body: Any) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
+
+
+def _nothing() -> None:
+    pass
 
 
 class S3Fetcher:
@@ -193,10 +199,14 @@ class S3Fetcher:
         written = 0
         extra = {"IfMatch": if_match} if if_match else {}
         watchdog: threading.Timer | None = None
+        forget: Callable[[], None] = _nothing
         try:
             response = self.client().get_object(Bucket=bucket, Key=key, **extra)
             body = response["Body"]
             watchdog = self._watchdog(body)
+            cancel = self._deadline().cancel
+            if isinstance(cancel, Cancellation):  # a stop cuts a stalled read at once, too
+                forget = cancel.on_set(functools.partial(_shut_down_stream, body))
             with open(dest, "wb") as out:
                 for chunk in body.iter_chunks(S3_READ_BYTES):
                     self._check_deadline()
@@ -215,6 +225,7 @@ class S3Fetcher:
         finally:
             if watchdog is not None:
                 watchdog.cancel()
+            forget()
         expected = int(response.get("ContentLength", written))
         self._check_deadline()
         if written != expected:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -144,17 +146,61 @@ def invalid_object(uri: str, key_uri: str, reason: str) -> ModelDataFailure:
     )
 
 
-class Deadline:
-    """ModelDataDownloadTimeoutInSeconds for one materialize call: checked on every chunk read."""
+class Cancellation(threading.Event):
+    """An Event that also calls what was registered with `on_set` when it is set: a fetch blocked
+    in a read (a stalled source) registers the shutdown of its socket, so that it returns at once
+    instead of after the read timeout."""
 
-    def __init__(self, uri: str, timeout_s: float | None, shown_s: float | None) -> None:
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def set(self) -> None:
+        super().set()
+        with self._lock:
+            callbacks, self._callbacks = list(self._callbacks.values()), {}
+        for callback in callbacks:
+            callback()
+
+    def on_set(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` once set (at once if it is); returns what unregisters it."""
+        with self._lock:
+            if not self.is_set():
+                key = self._next = self._next + 1
+                self._callbacks[key] = callback
+                return lambda: self._forget(key)
+        callback()
+        return lambda: None
+
+    def _forget(self, key: int) -> None:
+        with self._lock:
+            self._callbacks.pop(key, None)
+
+
+def cancelled_message(uri: str) -> str:
+    """smlocal's own: the download was stopped because what it was for went away (an instance)."""
+    return f'Stopped downloading model data from URL "{uri}": the instance it was for was stopped.'
+
+
+class Deadline:
+    """ModelDataDownloadTimeoutInSeconds for one materialize call, and the caller's cancellation:
+    both checked on every chunk read."""
+
+    def __init__(
+        self, uri: str, timeout_s: float | None, shown_s: float | None, cancel: threading.Event | None = None
+    ) -> None:
         self.uri = uri
+        self.cancel = cancel
         self.timeout_s = timeout_s
         self.shown_s = shown_s if shown_s is not None else timeout_s
         self.started = time.monotonic()
         self.at = None if timeout_s is None else self.started + timeout_s
 
     def check(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise ModelDataFailure(cancelled_message(self.uri), "cancelled: the instance was stopped")
         if self.at is not None and time.monotonic() > self.at:
             elapsed = time.monotonic() - self.started
             raise ModelDataFailure(

@@ -23,7 +23,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -44,6 +44,8 @@ from emulator.model_data.sources import (
     not_found_message,
 )
 
+T = TypeVar("T")
+
 
 class ArtifactStore:
     """Fetches, verifies and unpacks model data into a content-addressed cache under `root`."""
@@ -55,13 +57,16 @@ class ArtifactStore:
         *,
         limits: ArchiveLimits | None = None,
         local_dirs: tuple[Path, ...] | None = None,
+        budget_bytes: float | None = None,
     ) -> None:
-        """`local_dirs`: the directories a local model data directory must lie in (None: any)."""
+        """`local_dirs`: the directories a local model data directory must lie in (None: any).
+        `budget_bytes`: evict least recently used directories beyond it (cache.py); only for a
+        store whose directories are never mounted (the multi-model one)."""
         self.root = root
         self.limits = limits or ArchiveLimits()
         self.local_dirs = None if local_dirs is None else tuple(Path(os.path.realpath(d)) for d in local_dirs)
         self._deadline = threading.local()
-        self._cache = ModelCache(root, self.limits, self._check_deadline)
+        self._cache = ModelCache(root, self.limits, self._check_deadline, budget_bytes)
         self.models_dir = self._cache.models_dir
         self.tmp_dir = self._cache.tmp_dir
         self.index_file = self._cache.index_file
@@ -77,6 +82,20 @@ class ArtifactStore:
             local_dirs = default_local_dirs()
         return cls(
             config.artifacts_dir, s3_client_factory, limits=config.archive_limits, local_dirs=local_dirs
+        )
+
+    @classmethod
+    def for_multi_model(cls, config: ServerConfig, s3_client_factory: Callable[[], Any]) -> ArtifactStore:
+        """The multi-model endpoints' store: under the server's, within `multi_model_cache_gb`."""
+        local_dirs = config.local_model_dirs
+        if local_dirs is None:
+            local_dirs = default_local_dirs()
+        return cls(
+            config.artifacts_dir / "multi-model",
+            s3_client_factory,
+            limits=config.archive_limits,
+            local_dirs=local_dirs,
+            budget_bytes=config.multi_model_cache_gb * 1024**3,
         )
 
     # -- public -------------------------------------------------------------------------------------
@@ -115,15 +134,47 @@ class ArtifactStore:
             raise ValidationFailed(f"Could not access model data at {source.uri}. ({exc})") from exc
 
     def materialize(
-        self, source: ModelDataSource, timeout_s: float | None = None, shown_timeout_s: float | None = None
+        self,
+        source: ModelDataSource,
+        timeout_s: float | None = None,
+        shown_timeout_s: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> Path:
         """Return a host directory holding the model files (blocking; run it in a worker thread).
 
         `timeout_s` bounds download plus extraction (ModelDataDownloadTimeoutInSeconds): past it the
         work stops at the next chunk, nothing is published and the temporary files are removed.
         `shown_timeout_s` is the API value named in the failure (when a test scales `timeout_s`).
+        `cancel`: once set, the work stops the same way (the instance it was for stopped).
         """
-        self._deadline.current = Deadline(source.uri, timeout_s, shown_timeout_s)
+        try:
+            return self._materialize(source, timeout_s, shown_timeout_s, cancel)
+        finally:
+            self._cache.release_held()
+
+    def materialize_into(
+        self, source: ModelDataSource, use: Callable[[Path], T], cancel: threading.Event | None = None
+    ) -> T:
+        """materialize, then `use` the directory while it is pinned (a budgeted cache evicts it only
+        after); returns what `use` returns. Blocking, as materialize."""
+        try:
+            return use(self._materialize(source, None, None, cancel))
+        finally:
+            self._cache.release_held()
+
+    @property
+    def cached_bytes(self) -> int | None:
+        """Bytes of the cache's model directories when it has a budget (else None)."""
+        return self._cache.cached_bytes
+
+    def _materialize(
+        self,
+        source: ModelDataSource,
+        timeout_s: float | None,
+        shown_timeout_s: float | None,
+        cancel: threading.Event | None,
+    ) -> Path:
+        self._deadline.current = Deadline(source.uri, timeout_s, shown_timeout_s, cancel)
         try:
             try:
                 where = locate(source)

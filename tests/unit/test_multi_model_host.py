@@ -4,18 +4,18 @@ artifact's source under the prefix, and the link of an extracted model into an i
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from emulator.config import ServerConfig
 from emulator.hosting.multi_model.cache import InstanceModels, model_name
-from emulator.hosting.multi_model.host import (
-    BUSY_OUTSTANDING,
-    COMPLETE,
-    MultiModelHost,
-    _complete,
-    _link_tree,
-)
+from emulator.hosting.multi_model.folders import COMPLETE, LinkCancelled, sweep
+from emulator.hosting.multi_model.folders import complete as _complete
+from emulator.hosting.multi_model.folders import link_tree as _link_tree
+from emulator.hosting.multi_model.host import BUSY_OUTSTANDING, MultiModelHost
 
 
 def models(tmp_path: Path) -> InstanceModels:
@@ -66,6 +66,43 @@ def test_link_tree_links_the_files_and_marks_the_folder_complete(tmp_path: Path)
     assert _link_tree(extracted, folder) == 1000
     assert not (folder / "model" / "sub" / "vocab.txt").exists()
     assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]
+
+
+def test_link_tree_stops_between_files_once_cancelled(tmp_path: Path) -> None:
+    extracted = tmp_path / "cache" / "digest"
+    extracted.mkdir(parents=True)
+    for i in range(3):
+        (extracted / f"w{i}.bin").write_bytes(b"w")
+    folder = tmp_path / "instance" / model_name("a.tar.gz")
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(LinkCancelled):
+        _link_tree(extracted, folder, cancel)
+    assert not folder.exists() and _complete(folder) is None  # never renamed into place
+
+
+def test_sweep_removes_the_folders_of_instances_that_no_longer_run(tmp_path: Path) -> None:
+    """At start: an instance folder whose container is gone goes whole; in a running instance's folder,
+    complete models stay and half-made ones (no marker, a .tmp of an interrupted link) go."""
+    root = tmp_path / "multi-model"
+    kept, gone = root / "ep" / "i-kept", root / "ep" / "i-gone"
+    done = kept / "m1"
+    (done / "model").mkdir(parents=True)
+    (done / COMPLETE).write_text("0")
+    (kept / "m2" / "model").mkdir(parents=True)  # no marker: a stop mid-link
+    (kept / "m3.tmp" / "model").mkdir(parents=True)
+    (gone / "m1" / "model").mkdir(parents=True)
+    (root / "old" / "i-x" / "m1").mkdir(parents=True)  # an endpoint with nothing running
+    removed = sweep(root, {("ep", "i-kept")})
+    assert sorted(p.relative_to(root).as_posix() for p in removed) == [
+        "ep/i-gone",
+        "ep/i-kept/m2",
+        "ep/i-kept/m3.tmp",
+        "old/i-x",
+    ]
+    assert sorted(p.name for p in kept.iterdir()) == ["m1"] and not gone.exists()
+    assert sorted(p.name for p in root.iterdir()) == ["ep"]
+    assert sweep(tmp_path / "absent", set()) == []
 
 
 class _Instance:

@@ -31,10 +31,10 @@ from emulator.errors import (
 from emulator.hosting.async_inference.queue import AsyncRequest
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet import pipeline
-from emulator.hosting.fleet.invoker import ContainerReply, with_exit_code
+from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, with_exit_code
 from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_stream
 from emulator.hosting.fleet.variants import Instance, VariantFleet
-from emulator.hosting.multi_model.host import TARGET_MODEL_HEADER
+from emulator.hosting.multi_model.host import STOPPED_WHILE_LOADING, TARGET_MODEL_HEADER, InstanceStopped
 from emulator.model import messages, serverless
 
 _T = TypeVar("_T")
@@ -268,6 +268,34 @@ class Invocations(ServiceBase):
         instance = self.multi_model.choose(variant.instances, target) or variant.picker.pick(
             variant.instances
         )
+        try:
+            return await self._call_model_on(instance, context, variant, body, headers, target)
+        except InstanceStopped:  # retired while it loaded the model: once more, on another [U]
+            fleet = self._fleets.get(endpoint_name)  # an update may have put in a new fleet
+            variant = (fleet.variants.get(variant.variant.variant_name) if fleet else None) or variant
+            others = [i for i in variant.instances if i is not instance]
+            if not others:
+                raise context.fault(
+                    ModelUnreachable, 0, messages.container_unreachable(STOPPED_WHILE_LOADING)
+                ) from None
+            instance = self.multi_model.choose(others, target) or variant.picker.pick(others)
+        try:
+            return await self._call_model_on(instance, context, variant, body, headers, target)
+        except InstanceStopped:
+            raise context.fault(
+                ModelUnreachable, 0, messages.container_unreachable(STOPPED_WHILE_LOADING)
+            ) from None
+
+    async def _call_model_on(
+        self,
+        instance: Instance,
+        context: FaultContext,
+        variant: VariantFleet,
+        body: bytes,
+        headers: CIMultiDict[str],
+        target: str,
+    ) -> ContainerReply:
+        assert variant.plan is not None
         instance.outstanding += 1
         try:
             model = await self.multi_model.ready(variant.plan, instance, target, context)
@@ -282,7 +310,7 @@ class Invocations(ServiceBase):
                 self.multi_model.release(variant.plan, instance, model)
         except ModelUnreachable as exc:
             if exc.suspect:  # the instance looks gone: out of rotation now, as for any endpoint
-                self._suspect(endpoint_name, variant, instance)
+                self._suspect(context.endpoint_name, variant, instance)
             raise
         finally:
             instance.outstanding -= 1

@@ -10,9 +10,11 @@ import logging
 
 from emulator.hosting.endpoints.deployments import Deployments
 from emulator.hosting.fleet.deployer import group_by_variant
+from emulator.hosting.multi_model import folders
 from emulator.model import messages
 from emulator.model.resources import EndpointStatus
 from emulator.runtime import labels
+from emulator.runtime.base import ContainerHandle
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,8 @@ class Reconciliation(Deployments):
         owned = await self.executors.engine(self.deployer.owned_containers)
         states = await asyncio.gather(*(self.executors.engine(self.runtime.state, h.id) for h in owned))
         running = [h for h, st in zip(owned, states, strict=True) if st.running]
+        # Multi-model folders of instances that no longer run (a stop or a crash mid-load left them)
+        await self.executors.engine(folders.sweep, self.config.state_dir / "multi-model", _instances(running))
         claimed: set[str] = set()
         for endpoint in list(self.endpoints):
             mine = [h for h in running if h.labels.get(labels.ENDPOINT) == endpoint.name]
@@ -76,3 +80,8 @@ class Reconciliation(Deployments):
         await asyncio.gather(
             *(self.deployer.stop_container(h.id, self.config.limits.stop_grace_s) for h in orphans)
         )
+
+
+def _instances(handles: list[ContainerHandle]) -> set[tuple[str, str]]:
+    """(endpoint, instance id) of each container's instance."""
+    return {(h.labels.get(labels.ENDPOINT, ""), h.labels.get(labels.INSTANCE, "")) for h in handles}

@@ -73,7 +73,10 @@ class HostingService(
         clock: Callable[[], datetime] = _now,
         s3_client_factory: Callable[[], Any] | None = None,
         sns_client_factory: Callable[[], Any] | None = None,
+        multi_model_artifacts: ModelDataStore | None = None,
     ) -> None:
+        """`multi_model_artifacts`: where multi-model instances' models come from (a store with a
+        budget: ArtifactStore.for_multi_model); None: `artifacts`."""
         self.config = config
         self.account = Account(config.region, config.account_id)
         self.runtime = runtime
@@ -99,7 +102,9 @@ class HostingService(
         self.executors = Executors()
         self.deployer = Deployer(config, runtime, lambda: self.ping_session, self.executors)
         #: multi-model instances' models (downloaded and loaded on demand)
-        self.multi_model = MultiModelHost(config, artifacts, self.executors, lambda: self.invoker.session)
+        self.multi_model = MultiModelHost(
+            config, multi_model_artifacts or artifacts, self.executors, lambda: self.invoker.session
+        )
         #: serverless variants' capacity on demand (cold starts, MaxConcurrency, idle stop)
         self.serverless = ServerlessHost(config, self.deployer)
         #: asynchronous endpoints' queues and workers (InvokeEndpointAsync)

@@ -341,6 +341,8 @@ class Deployer:
                 log.warning("could not stop %s (%s): %s", instance.instance_id, instance.handle.name, result)
 
     async def _stop(self, instance: Instance, grace_s: float) -> None:
+        for hook in instance.on_stop:  # e.g. a multi-model instance's loads: cancelled, finished
+            await hook()
         if instance.network is None:
             await self.stop_container(instance.handle.id, grace_s, instance.log_path)
             if instance.models_dir is not None:  # the instance's downloaded models go with it

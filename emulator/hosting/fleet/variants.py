@@ -6,7 +6,7 @@ import asyncio
 import functools
 import random
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +64,9 @@ class Instance(_Reached):
     network: ContainerHandle | None = None
     #: a multi-model instance's host folder, mounted read-only at /opt/ml/models
     models_dir: Path | None = None
+    #: awaited when the instance stops, before its container and folder go (a multi-model
+    #: instance's loads are cancelled there)
+    on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     @property
     def base_urls(self) -> tuple[str, ...]:

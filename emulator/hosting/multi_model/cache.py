@@ -11,8 +11,11 @@ import asyncio
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from yarl import URL
+
+from emulator.model_data.sources import Cancellation
 
 
 def model_name(target: str) -> str:
@@ -39,6 +42,10 @@ class CachedModel:
     discarding: asyncio.Task[None] | None = None
     #: the container's invoke URL for it (built once: yarl's parsing costs per request otherwise)
     invoke_url: URL | None = None
+    #: room was made for it and its load is under way (counted as loaded by the memory budget)
+    loading: bool = False
+    #: its load waits for room (for another model to become idle)
+    waiting: bool = False
 
 
 @dataclass(eq=False)
@@ -53,6 +60,45 @@ class InstanceModels:
     models: dict[str, CachedModel] = field(default_factory=dict)
     #: how many models were unloaded to make room (507 from the container or the memory budget)
     evictions: int = 0
+    #: the instance stopped: no new load starts, the running ones were cancelled
+    stopped: bool = False
+    #: set when the instance stops: its downloads and links stop at their next chunk or file
+    cancel: Cancellation = field(default_factory=Cancellation, repr=False)
+    #: blocking work of its loads running in threads (a stop waits for them before the folder goes)
+    threads: set[asyncio.Future[Any]] = field(default_factory=set, repr=False)
+    #: set (and replaced) whenever room may have been freed: see `changed`
+    _change: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    #: loads waiting in `wait_change` (none: `changed` costs nothing on the hot path)
+    _waiters: int = 0
+
+    def changed(self) -> None:
+        """Wake the loads waiting for room: a model became idle, or a load or an unload ended."""
+        if self._waiters:
+            self._change.set()
+            self._change = asyncio.Event()
+
+    async def wait_change(self) -> None:
+        """Until the next `changed` (the caller bounds the wait)."""
+        self._waiters += 1
+        try:
+            await self._change.wait()
+        finally:
+            self._waiters -= 1
+
+    def room_may_free(self, keep: CachedModel) -> bool:
+        """Whether waiting can help a load that found no idle model to unload: another model is
+        loaded but in use (it will become idle), or another load or unload is under way."""
+        return any(
+            m is not keep
+            and (
+                (m.loaded and m.in_use)
+                or m.loading
+                or (m.task is not None and not m.waiting)
+                or m.discarding is not None
+            )
+            for m in self.models.values()
+        )
 
     def get(self, target: str) -> CachedModel:
         found = self.models.get(target)
@@ -61,8 +107,24 @@ class InstanceModels:
             found = self.models[target] = CachedModel(target, name, self.root / name)
         return found
 
+    def forget_if_idle(self, model: CachedModel) -> None:
+        """Drop the entry of a model with nothing behind it: not loaded, not on disk, no call using
+        it, no work under way (a failed load, a TargetModel that is not there: an entry per name
+        ever asked for grew without end). Entries on disk stay: the disk budget counts them."""
+        idle = not (
+            model.loaded
+            or model.on_disk
+            or model.in_use
+            or model.loading
+            or model.task is not None
+            or model.discarding is not None
+        )
+        if idle and self.models.get(model.target) is model:
+            del self.models[model.target]
+
     def loaded_bytes(self, but: CachedModel | None = None) -> int:
-        return sum(m.size for m in self.models.values() if m.loaded and m is not but)
+        """Bytes of the models loaded or being loaded (room already made for them)."""
+        return sum(m.size for m in self.models.values() if (m.loaded or m.loading) and m is not but)
 
     def disk_bytes(self, but: CachedModel | None = None) -> int:
         return sum(m.size for m in self.models.values() if m.on_disk and m is not but)

@@ -7,13 +7,15 @@ Choices where SageMaker's behaviour is not documented [U], in one place (docs/mu
 
 - a model's memory is estimated as its extracted size; the budget is the instance type's memory
   (config.INSTANCE_MEMORY_GB), the disk budget its volume (VolumeSizeInGB or the type's);
-- after a 507, smlocal unloads the least recently used idle model and tries the load again, until
-  the load succeeds or nothing idle is left (then the call is a 424 ModelError with the 507);
+- after a 507, smlocal unloads the least recently used idle model and tries the load again; with
+  none idle, it waits for one (or another load's end) up to the load window (container.py);
 - a load answered 409 (already loaded: after a restart of smlocal the container may still have it)
   counts as loaded;
-- the artifact is fetched through the model data store's content-addressed cache and linked into the
-  instance's folder (hard links: one copy of the bytes on the host, one folder per instance, as each
-  SageMaker instance has its own).
+- the artifact is fetched through the multi-model store's content-addressed cache (a host budget,
+  least recently used evicted) and linked into the instance's folder (hard links: one copy of the
+  bytes on the host, one folder per instance, as each SageMaker instance has its own; folders.py);
+- a stop cancels the instance's loads and waits for their threads before its folder goes; a call
+  that waited tries another instance once.
 
 Concurrent first requests for one model on one instance share one download and one load (the task on
 its CachedModel). A request waits `ServerConfig.model_load_window_s` for it; past that it answers 429
@@ -23,15 +25,14 @@ ModelNotReadyException and the task goes on (up to MODEL_LOAD_LIMIT_S), so a ret
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
-import os
 import shutil
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import aiohttp
 
@@ -44,10 +45,7 @@ from emulator.config import (
 from emulator.errors import (
     ModelDataError,
     ModelDataNotFound,
-    ModelErrorResponse,
     ModelNotReady,
-    ModelTimeout,
-    ModelUnreachable,
     ValidationFailed,
 )
 from emulator.hosting.executors import Executors
@@ -55,20 +53,26 @@ from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import Instance
 from emulator.hosting.multi_model.cache import CachedModel, InstanceModels
+from emulator.hosting.multi_model.container import ContainerModels
+from emulator.hosting.multi_model.folders import complete, link_tree
 from emulator.model import messages
 from emulator.model.resources import ModelDataSource
 from emulator.model_data.port import ModelDataStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: The header that tells the container the TargetModel of an invocation (for its logs; spec §5).
 TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
-#: Where the container finds model `name`'s files (spec §5).
-CONTAINER_MODELS = "/opt/ml/models"
 #: In-flight requests from which an instance that has the model counts as busy (choose) [U].
 BUSY_OUTSTANDING = 4
-#: A model folder's marker: written once its files are all in place (its content: their bytes).
-COMPLETE = ".smlocal-complete"
+#: Why a call whose instance stopped while its model loaded (and had no other to go to) failed [U]
+STOPPED_WHILE_LOADING = "its instance was stopped while the model was being loaded"
+
+
+class InstanceStopped(Exception):
+    """The instance stopped (was retired or deleted) while the call waited for its model's load:
+    the call may go to another instance of the variant."""
 
 
 class MultiModelHost:
@@ -83,12 +87,12 @@ class MultiModelHost:
         self._config = config
         self._artifacts = artifacts
         self._executors = executors
-        self._session = session
         self._instances: weakref.WeakKeyDictionary[Instance, InstanceModels] = weakref.WeakKeyDictionary()
         self._background: set[asyncio.Task[None]] = set()
         #: Where the multi-model metrics go: (endpoint, variant, metric, value; times in seconds).
         #: Set by app.py to the metric store's `record_model_metric`; None: not recorded.
         self.record: Callable[[str, str, str, float], None] | None = None
+        self._api = ContainerModels(config.model_load_window_s, session, self._metric)
 
     def _metric(self, models: InstanceModels, name: str, value: float) -> None:
         if self.record is not None:
@@ -97,6 +101,10 @@ class MultiModelHost:
     def loaded_counts(self) -> list[tuple[str, str, int]]:
         """(endpoint, variant, models loaded) of every multi-model instance (LoadedModelCount)."""
         return [(m.endpoint, m.variant, m.loaded_count()) for m in list(self._instances.values())]
+
+    def tracked_models(self) -> int:
+        """How many models the instances keep an entry for (a test's view of the bound)."""
+        return sum(len(m.models) for m in list(self._instances.values()))
 
     def models_of(self, plan: VariantPlan, instance: Instance) -> InstanceModels:
         found = self._instances.get(instance)
@@ -110,6 +118,7 @@ class MultiModelHost:
                 instance_memory_bytes(self._config, variant.instance_type),
                 instance_volume_bytes(self._config, variant.instance_type, variant.volume_size_gb),
             )
+            instance.on_stop.append(functools.partial(self._stop_loads, found))
         return found
 
     def choose(self, instances: list[Instance], target: str) -> Instance | None:
@@ -137,6 +146,8 @@ class MultiModelHost:
     ) -> CachedModel:
         """The model, loaded in the instance's container, held for one invocation (`release` it)."""
         models = self.models_of(plan, instance)
+        if models.stopped:
+            raise InstanceStopped(instance.instance_id)
         model = models.get(target)
         model.in_use += 1
         if model.loaded and model.task is None:
@@ -149,7 +160,7 @@ class MultiModelHost:
             model.task = asyncio.get_running_loop().create_task(
                 self._fetch_and_load(plan, instance, models, model, context), name=f"load {target}"
             )
-            model.task.add_done_callback(lambda task: _settled(model, task))
+            model.task.add_done_callback(lambda task: _settled(models, model, task))
             self._background.add(model.task)  # cancelled by close(), like the discards
             model.task.add_done_callback(self._background.discard)
         try:
@@ -158,8 +169,15 @@ class MultiModelHost:
             model.in_use -= 1
             self._metric(models, "ModelLoadingWaitTime", time.perf_counter() - waiting)
             raise ModelNotReady(messages.model_not_ready(target)) from None
+        except asyncio.CancelledError:
+            model.in_use -= 1
+            models.forget_if_idle(model)
+            if models.stopped and not _cancelling():  # its load, not this call, was cancelled
+                raise InstanceStopped(instance.instance_id) from None
+            raise
         except BaseException:
             model.in_use -= 1
+            models.forget_if_idle(model)  # a failed load: no entry stays for it
             raise
         self._metric(models, "ModelLoadingWaitTime", time.perf_counter() - waiting)
         model.last_used = time.monotonic()
@@ -168,6 +186,8 @@ class MultiModelHost:
     def release(self, plan: VariantPlan, instance: Instance, model: CachedModel) -> None:
         model.in_use -= 1
         model.last_used = time.monotonic()
+        if not model.in_use and (models := self._instances.get(instance)) is not None:
+            models.changed()  # idle now: a load waiting for room may unload it
         if (
             plan.model.primary_container.model_cache_setting == "Disabled"
             and not model.in_use
@@ -181,6 +201,24 @@ class MultiModelHost:
             )
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+
+    async def _stop_loads(self, models: InstanceModels) -> None:
+        """The instance stops: no load starts there any more, the running ones are cancelled, and
+        their blocking work (a download, a link into the folder) stops at its next chunk or file and
+        is waited for, so that nothing writes into the instance's folder once it is removed."""
+        models.stopped = True
+        models.cancel.set()
+        tasks = [t for m in models.models.values() for t in (m.task, m.discarding) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, *list(models.threads), return_exceptions=True)
+
+    async def _blocking(self, models: InstanceModels, work: Awaitable[T]) -> T:
+        """`work` (a thread pool call), tracked so that a stop can wait for it to end."""
+        future = asyncio.ensure_future(work)
+        models.threads.add(future)
+        future.add_done_callback(models.threads.discard)
+        return await asyncio.shield(future)
 
     async def close(self) -> None:
         for task in list(self._background):
@@ -202,8 +240,8 @@ class MultiModelHost:
                 await asyncio.shield(model.discarding)
             if not model.on_disk:
                 await self._download(plan, models, model)
-            await self._make_room(instance, models, model)
-            await self._load(instance, models, model, context)
+            await self._api.make_room(instance, models, model)
+            await self._api.load(instance, models, model, context)
 
     def _source(self, plan: VariantPlan, target: str) -> tuple[ModelDataSource, str, str]:
         """The artifact's source, and the (bucket or folder, key) a not-found message names."""
@@ -218,7 +256,7 @@ class MultiModelHost:
         return ModelDataSource(str(Path(folder) / target)), folder, target
 
     async def _download(self, plan: VariantPlan, models: InstanceModels, model: CachedModel) -> None:
-        present: int | None = await self._executors.engine(_complete, model.folder)
+        present: int | None = await self._executors.engine(complete, model.folder)
         if present is not None:
             model.size = present
             model.on_disk = True  # already here (a restart of smlocal): as good as downloaded
@@ -227,12 +265,16 @@ class MultiModelHost:
         started = time.perf_counter()
         try:
             await self._executors.model_data(self._artifacts.check_exists, source)
-            extracted = await self._executors.model_data(self._artifacts.materialize, source)
+            # linked into the instance's folder while the cache keeps the directory (pinned)
+            link = functools.partial(link_tree, folder=model.folder, cancel=models.cancel)
+            model.size = await self._blocking(
+                models,
+                self._executors.model_data(self._artifacts.materialize_into, source, link, models.cancel),
+            )
         except ModelDataNotFound:
             raise ValidationFailed(messages.target_model_not_found(where, key)) from None
         except ModelDataError as exc:
             raise ValidationFailed(exc.message) from None
-        model.size = await self._executors.engine(_link_tree, extracted, model.folder)
         model.on_disk = True
         self._metric(models, "ModelDownloadingTime", time.perf_counter() - started)
         for victim in models.delete_candidates(model):
@@ -240,102 +282,28 @@ class MultiModelHost:
                 break
             await self._executors.engine(shutil.rmtree, victim.folder, True)
             victim.on_disk = False
-
-    async def _make_room(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
-        """Unload idle models, least recently used first, until this one fits the memory budget."""
-        for victim in models.unload_candidates(model):
-            if models.loaded_bytes(but=model) + model.size <= models.memory_budget:
-                return
-            await self._unload(instance, models, victim)
-            models.evictions += 1
-
-    async def _load(
-        self, instance: Instance, models: InstanceModels, model: CachedModel, context: FaultContext
-    ) -> None:
-        body = {"model_name": model.name, "url": f"{CONTAINER_MODELS}/{model.name}/model"}
-        while True:
-            started = time.perf_counter()
-            status, text = await self._call(instance, "POST", "/models", context, body)
-            if 200 <= status < 300 or status == 409:
-                if status != 409:  # a 409 loaded nothing now
-                    self._metric(models, "ModelLoadingTime", time.perf_counter() - started)
-                model.loaded = True
-                log.info("%s: loaded %s as %s", instance.instance_id, model.target, model.name)
-                return
-            victims = models.unload_candidates(model) if status == 507 else []
-            if not victims:
-                raise context.fault(ModelErrorResponse, status, text or f"load answered {status}")
-            await self._unload(instance, models, victims[0])  # 507: make room, then try again
-            models.evictions += 1
-
-    async def _unload(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
-        model.loaded = False
-        started = time.perf_counter()
-        with contextlib.suppress(Exception):  # a failed unload: the container keeps it; we do not
-            await self._call(instance, "DELETE", f"/models/{model.name}", None)
-            self._metric(models, "ModelUnloadingTime", time.perf_counter() - started)
-        log.info("%s: unloaded %s", instance.instance_id, model.target)
+            models.forget_if_idle(victim)
 
     async def _discard(self, instance: Instance, models: InstanceModels, model: CachedModel) -> None:
         """ModelCacheSetting Disabled: unload after the invocation and delete from disk (a load that
         starts meanwhile waits for this first)."""
         try:
-            await self._unload(instance, models, model)
+            await self._api.unload(instance, models, model)
             await self._executors.engine(shutil.rmtree, model.folder, True)
         finally:
             model.discarding = None
-
-    async def _call(
-        self, instance: Instance, method: str, path: str, context: FaultContext | None, body: Any = None
-    ) -> tuple[int, str]:
-        """One call of the container's model API: its status and body text."""
-        timeout = aiohttp.ClientTimeout(total=MODEL_LOAD_LIMIT_S)
-        try:
-            async with self._session().request(
-                method, f"{instance.base_url}{path}", json=body, timeout=timeout, allow_redirects=False
-            ) as resp:
-                return resp.status, (await resp.content.read(64 * 1024)).decode("utf-8", "replace")
-        except TimeoutError:
-            if context is None:
-                raise
-            raise context.fault(ModelTimeout, 0, f"{method} {path} did not answer") from None
-        except aiohttp.ClientError as exc:
-            if context is None:
-                raise
-            raise context.fault(ModelUnreachable, 0, f"{method} {path} failed: {exc}") from exc
+            models.forget_if_idle(model)
 
 
-def _settled(model: CachedModel, task: asyncio.Task[None]) -> None:
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled (not only what it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _settled(models: InstanceModels, model: CachedModel, task: asyncio.Task[None]) -> None:
     model.task = None
+    models.changed()  # a load ended: the loads waiting for room look again
+    models.forget_if_idle(model)  # failed, and every call that waited for it has gone
     if not task.cancelled() and task.exception() is not None:
         log.info("loading %s failed: %s", model.target, task.exception())
-
-
-def _complete(folder: Path) -> int | None:
-    """The bytes of a model folder whose files are all in place, else None."""
-    try:
-        return int((folder / COMPLETE).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _link_tree(source: Path, folder: Path) -> int:
-    """Put the extracted model at `folder`/model: hard links to the cache's files (a copy where the
-    file system refuses links), in a temporary folder renamed into place; returns its bytes."""
-    shutil.rmtree(folder, ignore_errors=True)
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    total = 0
-
-    def link(src: str, dst: str) -> None:
-        nonlocal total
-        total += os.lstat(src).st_size
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-
-    shutil.copytree(source, tmp / "model", symlinks=True, copy_function=link)
-    (tmp / COMPLETE).write_text(str(total))
-    tmp.rename(folder)
-    return total
