@@ -376,3 +376,43 @@ def test_an_async_endpoint_whose_config_was_deleted_stays_async_across_a_restart
     finally:
         restarted.cleanup(name)
         restarted.server.stop()
+
+
+def test_a_restart_while_a_real_time_endpoint_drains_its_old_queue_drains_on(
+    tmp_path: Path, echo_image: str, s3_server: str, aws_credentials: None, bucket: str, s3_client: Any
+) -> None:
+    """Updated from async to real-time with requests still queued, then crashed: the restarted
+    endpoint is real-time and still runs the old queue with the old settings (kept beside it)."""
+    name = "async-drain-restart"
+    crashed = start_smlocal(
+        tmp_path, echo_image, limits=LIMITS, s3_endpoint_url=s3_server, stop_containers=False
+    )
+    location = put_input(s3_client, bucket, f"inputs/{name}.json", b"drained on")
+    try:
+        crashed.sm.create_model(ModelName=name, PrimaryContainer={"Image": echo_image})
+        _config(crashed, name, name, bucket)
+        _config(crashed, f"{name}-rt", name, None)
+        crashed.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+        assert crashed.wait(name)["EndpointStatus"] == "InService"
+        answers = _submit(crashed.rt, name, location, b"drained on", 5, sleep_s=1.5)
+        crashed.sm.update_endpoint(EndpointName=name, EndpointConfigName=f"{name}-rt")
+        assert _wait_in_service(crashed, name)["EndpointStatus"] == "InService"
+        assert (tmp_path / "async" / name / "settings.json").exists()  # some still queued
+    finally:
+        crashed.server.stop()
+    restarted = start_smlocal(tmp_path, echo_image, limits=LIMITS, s3_endpoint_url=s3_server)
+    try:
+        described = restarted.wait(name)
+        assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+        assert "AsyncInferenceConfig" not in described
+        assert restarted.rt.invoke_endpoint(EndpointName=name, Body=b"rt")["Body"].read() == b"rt"
+        _settled(s3_client, answers)
+        queue = tmp_path / "async" / name
+        deadline = time.monotonic() + 10
+        while queue.exists():
+            assert time.monotonic() < deadline, list(queue.iterdir())
+            time.sleep(0.02)
+    finally:
+        restarted.cleanup(name)
+        restarted.sm.delete_endpoint_config(EndpointConfigName=f"{name}-rt")
+        restarted.server.stop()
