@@ -213,6 +213,8 @@ class Endpoint:
     pending_deployment: PendingDeployment | None = None  # live only, never persisted
     #: the DeploymentConfig of CreateEndpoint or the last UpdateEndpoint (LastDeploymentConfig)
     last_deployment_config: DeploymentConfig | None = None
+    #: the deployed endpoint config's AsyncInferenceConfig (live only: DescribeEndpoint's copy)
+    async_inference: AsyncInference | None = None
 
     def effective_config(self, config: EndpointConfig) -> EndpointConfig:
         """The endpoint config with this endpoint's weight and capacity overrides applied."""

@@ -170,3 +170,31 @@ def test_a_queue_saved_before_the_journal_loads(tmp_path: Path) -> None:
     queue.start(first)
     queue.finish(first)
     assert _ids(RequestQueue(path)) == ["b"]
+
+
+def test_a_requeued_request_waits_in_its_arrival_place_and_keeps_its_run(tmp_path: Path) -> None:
+    """A request interrupted because smlocal retired its instance goes back before later arrivals;
+    a reload (nothing journalled for it) finds it waiting with its run counted."""
+    path = tmp_path / "queue.json"
+    queue = RequestQueue(path)
+    for i in range(3):
+        queue.put(request(f"r{i}", float(i)))
+    first = queue.peek()
+    assert first is not None
+    queue.start(first)
+    queue.requeue(first)
+    assert queue.waiting == 3 and queue.peek() is first and first.runs == 1
+    again = RequestQueue(path)
+    reloaded = again.peek()
+    assert reloaded is not None and reloaded.inference_id == "r0" and reloaded.runs == 1
+    assert _ids(queue) == ["r0", "r1", "r2"]
+
+
+def test_the_time_in_backlog_samples_are_bounded(tmp_path: Path) -> None:
+    from emulator.hosting.async_inference.worker import BACKLOG_SAMPLES
+
+    worker = endpoint(RequestQueue(tmp_path / "queue.json"), [])
+    for i in range(BACKLOG_SAMPLES + 10):
+        worker.counters.time_in_backlog_s.append(float(i))
+    assert len(worker.counters.time_in_backlog_s) == BACKLOG_SAMPLES
+    assert worker.counters.time_in_backlog_s[-1] == float(BACKLOG_SAMPLES + 9)

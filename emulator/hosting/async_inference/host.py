@@ -1,8 +1,13 @@
 """The asynchronous endpoints of one server: their workers, their queues' files, S3 access.
 
-HostingService serves an endpoint here when it goes InService with an AsyncInferenceConfig
-(`serve`), submits InvokeEndpointAsync's requests (`submit`) and forgets the endpoint at
-DeleteEndpoint (its queue is dropped with it). Locations [U]: the output is
+HostingService hands every endpoint that goes InService the AsyncInferenceConfig of the config it
+deployed (`serve`; None: a real-time endpoint), submits InvokeEndpointAsync's requests (`submit`)
+and forgets the endpoint at DeleteEndpoint (its queue is dropped with it). An endpoint updated from
+an async config to a real-time one is real-time at once (InvokeEndpoint served, InvokeEndpointAsync
+refused); its worker runs the requests already queued on the new fleet with the old settings, then
+its queue goes [U] (`settings.json` beside the queue keeps those settings for a restart meanwhile).
+Before smlocal stops an instance (a scale-in, an update's old fleet, a graceful stop) it says so
+(`retiring`): a request whose call breaks there waits again instead of failing. Locations [U]: the output is
 `{S3OutputPath}[/{S3OutputPathExtension}]/{Filename or InferenceId.out}`, the failure
 `{S3FailurePath or S3OutputPath}[/{extension}]/{InferenceId}-error.out`.
 """
@@ -11,11 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import logging
 import shutil
 import time
 import uuid
+import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from emulator.config import ServerConfig
@@ -24,7 +33,8 @@ from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
 from emulator.hosting.async_inference.worker import AsyncEndpoint, AsyncMetrics
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.invoker import FaultContext, Invoker
-from emulator.hosting.fleet.variants import EndpointFleet
+from emulator.hosting.fleet.variants import EndpointFleet, Instance
+from emulator.hosting.state_files import write_atomically
 from emulator.model import messages
 from emulator.model.arns import Account
 from emulator.model.resources import AsyncInference
@@ -70,6 +80,8 @@ class AsyncInferenceHost:
         self.metrics = AsyncMetrics()
         self._sampler: asyncio.Task[None] | None = None
         self._invoker = Invoker(ASYNC_MAX_RESPONSE_BYTES, float(DEFAULT_INVOCATION_TIMEOUT_S))
+        #: instances smlocal is stopping: a request whose call breaks there is not failed
+        self._retired: weakref.WeakSet[Instance] = weakref.WeakSet()
 
     def _default_factory(self) -> Any:
         import boto3
@@ -112,36 +124,81 @@ class AsyncInferenceHost:
                 record(name, None, "ApproximateAgeOfOldestRequest", age)
                 record(name, None, "HasBacklogWithoutCapacity", 1.0 if backlog and not instances else 0.0)
 
-    async def close(self) -> None:
+    def stop_dispatching(self) -> None:
+        """A graceful stop begins: no request starts from now on, and the instances of the running
+        ones count as retired (a call that breaks when their containers stop waits again)."""
+        for endpoint in self._endpoints.values():
+            endpoint.stop_dispatching()
+
+    def retiring(self, instances: list[Instance]) -> None:
+        """smlocal is about to stop these instances."""
+        for instance in instances:
+            self._retired.add(instance)
+
+    def drain_deadline(self, instances: list[Instance]) -> float | None:
+        """The loop time by which every async request running on `instances` has had its own
+        InvocationTimeoutSeconds (None: none runs there)."""
+        ends = [d for e in self._endpoints.values() if (d := e.drain_deadline(instances)) is not None]
+        return max(ends) if ends else None
+
+    async def close(self, wait_s: float = 0.0) -> None:
+        """`wait_s`: how long requests still running (writing their results, or failing over to the
+        queue as their containers stop) may take before they are cancelled (they stay queued)."""
         if self._sampler is not None:
             self._sampler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sampler
-        for endpoint in list(self._endpoints.values()):
-            await endpoint.close()
+        await asyncio.gather(*(e.close(wait_s) for e in self._endpoints.values()))
         self._endpoints.clear()
         await self._invoker.close()
 
     def is_async(self, name: str) -> bool:
-        return name in self._endpoints
+        """Whether the endpoint serves InvokeEndpointAsync (its deployed config is async)."""
+        endpoint = self._endpoints.get(name)
+        return endpoint is not None and not endpoint.draining
 
     def endpoint(self, name: str) -> AsyncEndpoint | None:
         return self._endpoints.get(name)
 
+    def _folder(self, name: str) -> Path:
+        return self._config.state_dir / "async" / name
+
     def serve(
         self,
         name: str,
-        settings: AsyncInference,
+        settings: AsyncInference | None,
         fleet: Callable[[], EndpointFleet | None],
         platform_log: Callable[[str], None],
     ) -> None:
-        """Start (or, after an update, re-read) the endpoint's worker; its queue is loaded from disk."""
+        """The endpoint is InService with `settings` (its deployed AsyncInferenceConfig; None: it is
+        real-time). Starts (or, after an update, re-reads) its worker, its queue loaded from disk; a
+        worker whose endpoint became real-time drains what is queued."""
         current = self._endpoints.get(name)
-        if current is not None:
+        drain = settings is None
+        if settings is None:
+            if current is not None:
+                if not current.draining:
+                    platform_log(
+                        f"the endpoint is real-time now: {len(current.queue)} queued asynchronous "
+                        "request(s) still run"
+                    )
+                current.draining = True
+                current.wake()
+                return
+            saved = self._saved_settings(name)
+            if saved is None:  # real-time, and no queue left from an async past
+                shutil.rmtree(self._folder(name), ignore_errors=True)
+                return
+            settings = saved  # a restart while the worker drained: it drains on
+        elif current is not None:
             current.settings = settings
+            current.draining = False
+            self._save_settings(name, settings)
             current.wake()
             return
-        queue = RequestQueue(self._config.state_dir / "async" / name / "queue.json")
+        else:
+            self._save_settings(name, settings)
+        queue = RequestQueue(self._folder(name) / "queue.json")
         endpoint = AsyncEndpoint(
             name,
             settings,
@@ -157,10 +214,30 @@ class AsyncInferenceHost:
             self.metrics,
             self._config.time_scale,
         )
+        endpoint.retired = self._retired
+        endpoint.draining = drain
+        endpoint.on_empty = lambda: self._drained(name, endpoint)
         self._endpoints[name] = endpoint
         if len(queue):
             platform_log(f"{len(queue)} queued asynchronous request(s) loaded")
         endpoint.start()
+
+    def _save_settings(self, name: str, settings: AsyncInference) -> None:
+        write_atomically(self._folder(name) / "settings.json", json.dumps(dataclasses.asdict(settings)))
+
+    def _saved_settings(self, name: str) -> AsyncInference | None:
+        """The settings of a queue left by an endpoint that became real-time (None: no such queue)."""
+        path = self._folder(name) / "settings.json"
+        if not path.exists() or not any(self._folder(name).glob("queue*")):
+            return None
+        saved = json.loads(path.read_text())
+        return AsyncInference(**{**saved, "include_response_in": tuple(saved["include_response_in"])})
+
+    def _drained(self, name: str, endpoint: AsyncEndpoint) -> None:
+        """A real-time endpoint's last queued request ended: its worker and queue go."""
+        if self._endpoints.get(name) is endpoint:
+            del self._endpoints[name]
+            shutil.rmtree(self._folder(name), ignore_errors=True)
 
     def forget(self, name: str) -> None:
         """DeleteEndpoint: the worker stops, the queue goes (requests not yet run are not run)."""
@@ -168,7 +245,7 @@ class AsyncInferenceHost:
         if endpoint is None:
             return
         endpoint.cancel()
-        shutil.rmtree(self._config.state_dir / "async" / name, ignore_errors=True)
+        shutil.rmtree(self._folder(name), ignore_errors=True)
 
     def submit(
         self,

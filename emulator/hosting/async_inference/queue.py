@@ -14,6 +14,7 @@ request that was running when the server stopped waits again; its `runs` says it
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import logging
@@ -138,6 +139,13 @@ class RequestQueue:
         request.runs += 1
         self._running[request.key] = request
         self._append({"op": "start", "key": request.key, "runs": request.runs})
+
+    def requeue(self, request: AsyncRequest) -> None:
+        """A running request waits again, in its arrival place (its instance was retired by smlocal
+        mid-run). Nothing is journalled: a request started and not ended already waits again when
+        the queue is loaded, and its `runs` stays counted."""
+        self._running.pop(request.key, None)
+        bisect.insort(self._waiting, request, key=lambda r: r.received_at)
 
     def drop(self, request: AsyncRequest) -> None:
         """A waiting request leaves the queue without running (expired)."""

@@ -8,14 +8,22 @@ its InvocationTimeoutSeconds, and a 2xx answer is written to its OutputLocation 
 Content-Type kept); a non-2xx answer, a timeout, an unreachable container or an unreadable input
 writes the reason to its FailureLocation. A request that waited past its RequestTTLSeconds is
 dropped when its turn comes, and counted.
+
+smlocal retiring an instance (a scale-in, an update's old fleet, a graceful stop) is not the
+request's failure: the host marks the instance `retired` just before stopping it, and a container
+call that breaks on a retired instance puts the request back in the queue (its run counted, as after
+a crash) instead of writing a failure. A graceful stop first stops dispatching (`stop_dispatching`),
+so no request is sent to a stopping instance.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -33,6 +41,13 @@ log = logging.getLogger(__name__)
 
 #: How often a worker with waiting requests looks for an instance with room when nothing wakes it.
 CAPACITY_POLL_S = 1.0
+#: How many of the latest requests' times in the backlog the counters keep.
+BACKLOG_SAMPLES = 1000
+
+
+class Interrupted(Exception):
+    """The request's container call broke because smlocal retired its instance: it waits again."""
+
 
 #: S3 access through the model data layer's clients: get(url) -> bytes, put(url, data, content_type)
 Get = Callable[[str], Awaitable[bytes]]
@@ -53,8 +68,12 @@ class Counters:
     notification_failures: int = 0
     errors_4xx: int = 0
     errors_5xx: int = 0
-    #: seconds each finished request waited in the queue, and took in all
-    time_in_backlog_s: list[float] = field(default_factory=list)
+    #: seconds each of the latest BACKLOG_SAMPLES requests waited in the queue
+    time_in_backlog_s: collections.deque[float] = field(
+        default_factory=lambda: collections.deque(maxlen=BACKLOG_SAMPLES)
+    )
+    #: requests put back in the queue because smlocal retired their instance mid-run
+    requeued: int = 0
 
 
 def _no_record(endpoint: str, variant: str | None, name: str, value: float) -> None:
@@ -111,6 +130,13 @@ class AsyncEndpoint:
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
         self.counters = Counters()
+        #: instances smlocal is stopping (shared by the host): a broken call there is not a failure
+        self.retired: weakref.WeakSet[Instance] = weakref.WeakSet()
+        #: each running request's instance and the loop time its container call must end by
+        self._in_flight: dict[asyncio.Task[None], tuple[Instance, float]] = {}
+        #: the endpoint is real-time now: this worker runs what is queued, then `on_empty` is called
+        self.draining = False
+        self.on_empty: Callable[[], None] = lambda: None
 
     def start(self) -> None:
         self._loop_task = asyncio.get_running_loop().create_task(self._run(), name=f"async-{self.name}")
@@ -134,7 +160,28 @@ class AsyncEndpoint:
             if task is not None:
                 task.cancel()
 
-    async def close(self) -> None:
+    def stop_dispatching(self) -> None:
+        """A graceful stop begins: no request starts from now on, and the instances of those running
+        count as retired (their containers are about to be stopped)."""
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+        for instance, _ in self._in_flight.values():
+            self.retired.add(instance)
+
+    def drain_deadline(self, instances: list[Instance]) -> float | None:
+        """The loop time by which the requests running on `instances` must have ended their container
+        calls (their own InvocationTimeoutSeconds), None when none runs there."""
+        ends = [end for instance, end in self._in_flight.values() if instance in instances]
+        return max(ends) if ends else None
+
+    async def close(self, wait_s: float = 0.0) -> None:
+        """Stop the worker; requests still running after `wait_s` seconds are cancelled (they stay
+        in the queue's file: a restart runs them again)."""
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+        running = list(self._tasks)
+        if running and wait_s > 0:
+            await asyncio.wait(running, timeout=wait_s)
         tasks = [t for t in (self._loop_task, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
@@ -149,6 +196,9 @@ class AsyncEndpoint:
                     await self._wake.wait()
             self._wake.clear()
             self._dispatch()
+            if self.draining and not len(self.queue):
+                self.on_empty()
+                return
 
     def _dispatch(self) -> None:
         while (request := self.queue.peek()) is not None:
@@ -166,13 +216,17 @@ class AsyncEndpoint:
             self.queue.start(request)
             if request.runs > 1:
                 self._platform_log(
-                    f"inference {request.inference_id} started again after a restart of smlocal (run "
-                    f"{request.runs}): the model may have seen it before"
+                    f"inference {request.inference_id} started again (run {request.runs}) after smlocal "
+                    "interrupted its last run (a restart, or its instance retired): the model may have "
+                    "seen it before"
                 )
             instance.outstanding += 1
-            task = asyncio.get_running_loop().create_task(self._process(request, instance))
+            loop = asyncio.get_running_loop()
+            task = loop.create_task(self._process(request, instance))
             self._tasks.add(task)
+            self._in_flight[task] = (instance, loop.time() + request.timeout_s)
             task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda t: self._in_flight.pop(t, None))
 
     def _free_instance(self) -> Instance | None:
         fleet = self._fleet()
@@ -189,6 +243,13 @@ class AsyncEndpoint:
             await self._handle(request, instance)
         except asyncio.CancelledError:
             raise  # smlocal stopping: the request stays in the queue file, a restart runs it again
+        except Interrupted:
+            self.queue.requeue(request)
+            self.counters.requeued += 1
+            self._platform_log(
+                f"inference {request.inference_id} interrupted: smlocal retired its instance "
+                f"{instance.instance_id}; it waits in the queue again"
+            )
         except Exception:  # noqa: BLE001 - one request's failure must not stop the endpoint's worker
             log.exception("inference %s of %s failed", request.inference_id, self.name)
             self.counters.failures += 1
@@ -235,6 +296,8 @@ class AsyncEndpoint:
                 instance.invocations_url, body, headers, self._context, timeout_s=float(request.timeout_s)
             )
         except ModelFault as fault:
+            if instance in self.retired:  # smlocal stopped the container, not the model's doing
+                raise Interrupted from fault
             if isinstance(fault, ModelErrorResponse) and 400 <= fault.original_status < 500:
                 self.counters.errors_4xx += 1
             elif isinstance(fault, ModelErrorResponse):

@@ -189,6 +189,15 @@ class Resources(Deployments):
         if fleet is not None:
             summaries = tuple(v.summary() for v in fleet.variants.values())
             endpoint = dataclasses.replace(endpoint, production_variants=summaries)
+        # the deployed config's (the one named at CreateEndpoint until the first deployment ends)
+        deployed = self._deployed.get(endpoint.name.lower())
+        config = (
+            deployed.endpoint_config
+            if deployed is not None
+            else self.endpoint_configs.get(endpoint.endpoint_config_name)
+        )
+        if config is not None and config.async_inference is not None:
+            endpoint = dataclasses.replace(endpoint, async_inference=config.async_inference)
         return endpoint
 
     def delete_endpoint(self, name: str) -> None:
@@ -215,18 +224,19 @@ class Resources(Deployments):
         self.endpoints.put(updated)
         self._persist()
         if status is EndpointStatus.IN_SERVICE:
-            self._serve_async(name, updated.endpoint_config_name)
+            self._serve_async(name)
         return updated
 
-    def _serve_async(self, name: str, config_name: str) -> None:
-        """An endpoint InService with an AsyncInferenceConfig: its worker takes its queue (loaded from
-        the state dir after a restart) to its instances."""
-        endpoint_config = self.endpoint_configs.get(config_name)
-        if endpoint_config is None or endpoint_config.async_inference is None:
+    def _serve_async(self, name: str) -> None:
+        """An endpoint InService: asynchronous or not as the config it deployed says (never the
+        config of that name now, which may have been deleted or re-created). An async one's worker
+        takes its queue (loaded from the state dir after a restart) to its instances."""
+        deployed = self._deployed.get(name.lower())
+        if deployed is None:
             return
         self.async_inference.serve(
             name,
-            endpoint_config.async_inference,
+            deployed.endpoint_config.async_inference,
             lambda: self._fleets.get(name),
             lambda line: self.deployer.platform_log(name, line),
         )

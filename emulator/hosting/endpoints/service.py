@@ -147,7 +147,10 @@ class HostingService(
         """Stop serving. With `stop_containers` (a graceful stop) deletions under way and containers
         being stopped finish (their containers are removed, not left Exited), every fleet is
         stopped, and any container still carrying this server's owner label is swept: nothing is
-        left. Without it (a simulated crash) every task is cancelled and the containers stay."""
+        left. Without it (a simulated crash) every task is cancelled and the containers stay.
+        Asynchronous requests: none starts once the stop begins; those running when their containers
+        stop wait again in the queue's file (a restart runs them), never failed."""
+        self.async_inference.stop_dispatching()
         names = set(self._monitors) | set(self._replacements) | set(self._suspects)
         tasks = [t for name in names for t in self._quiesce(name, cancel_replacements=True)]
         finishing: list[asyncio.Task[None]] = []
@@ -164,11 +167,13 @@ class HostingService(
             await asyncio.gather(*list(self._stopping), return_exceptions=True)
             instances = [i for fleet in self._fleets.values() for i in fleet.all_instances()]
             instances += [i for name in list(self._suspects) for i in self._suspects.pop(name)]
+            self.async_inference.retiring(instances)
             await self.deployer.stop_instances(instances)
             self._fleets.clear()
             await self._sweep()
         await self.multi_model.close()
-        await self.async_inference.close()
+        # the requests still running are writing their results (or going back to the queue)
+        await self.async_inference.close(self.config.limits.stop_grace_s if stop_containers else 0.0)
         await self.invoker.close()
         if self._ping_session is not None:
             await self._ping_session.close()

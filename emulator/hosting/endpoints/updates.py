@@ -228,10 +228,14 @@ class FleetUpdates(ServiceBase):
 
     async def _retire(self, instances: list[Instance]) -> None:
         """Instances already out of rotation: let their outstanding requests finish (bounded by the
-        stop grace period), then SIGTERM -> grace -> SIGKILL."""
-        deadline = asyncio.get_running_loop().time() + self.config.limits.stop_grace_s
-        while any(i.outstanding for i in instances) and asyncio.get_running_loop().time() < deadline:
+        stop grace period; an asynchronous request's by its own InvocationTimeoutSeconds, up to an
+        hour, plus the grace: docs/async-inference.md), then SIGTERM -> grace -> SIGKILL."""
+        loop = asyncio.get_running_loop()
+        grace = self.config.limits.stop_grace_s
+        deadline = max(loop.time(), self.async_inference.drain_deadline(instances) or 0.0) + grace
+        while any(i.outstanding for i in instances) and loop.time() < deadline:
             await asyncio.sleep(0.02)  # bounded polling: the count has no event of its own
+        self.async_inference.retiring(instances)  # a call broken by the stop is no failure
         await self.deployer.stop_instances(instances)
 
     def update_endpoint(
@@ -249,7 +253,19 @@ class FleetUpdates(ServiceBase):
         (RetainAllVariantProperties), except the property types in `exclude_retained`."""
         endpoint, fleet = self._serving(name)
         endpoint_config = self.describe_endpoint_config(config_name)
-        current = self.endpoint_configs.get(endpoint.endpoint_config_name)
+        # what the endpoint serves, as deployed (the config of that name may be gone or new)
+        deployed = self._deployed.get(endpoint.name.lower())
+        current = (
+            deployed.endpoint_config
+            if deployed is not None
+            else self.endpoint_configs.get(endpoint.endpoint_config_name)
+        )
+        if (
+            current is not None
+            and not any(v.serverless is not None for v in current.production_variants)
+            and any(v.serverless is not None for v in endpoint_config.production_variants)
+        ):  # one-way: serverless -> instances is allowed (spec 6.4)
+            raise ValidationFailed(messages.serverless_from_instances(endpoint.name, endpoint_config.name))
         for guard in self.update_guards:
             guard(endpoint.name, current, endpoint_config)
         if deployment is None and retain_deployment:

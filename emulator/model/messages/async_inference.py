@@ -15,6 +15,7 @@ __all__ = [
     "async_input_exactly_one",
     "async_input_not_s3",
     "async_output_not_s3",
+    "serverless_from_instances",
 ]
 
 
@@ -73,4 +74,12 @@ def async_output_not_s3(member: str, path: str) -> str:  # [U]
     return (
         f"AsyncInferenceConfig.OutputConfig.{member} {path} is not an S3 location: use s3://bucket/prefix "
         "or https://bucket.s3.REGION.amazonaws.com/prefix."
+    )
+
+
+def serverless_from_instances(endpoint: str, config: str) -> str:  # [U]; the rule is [D] spec 6.4
+    return (
+        f"Endpoint {endpoint} runs on instances: it cannot be updated to endpoint config {config}, whose "
+        "variant is serverless. An endpoint converts from serverless to instances, not from instances "
+        "to serverless: create a new endpoint with that config."
     )

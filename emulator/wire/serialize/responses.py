@@ -135,6 +135,8 @@ def describe_endpoint(e: Endpoint) -> JSON:
         out["ProductionVariants"] = [_variant_summary(v) for v in e.production_variants]
     if e.last_deployment_config is not None:
         out["LastDeploymentConfig"] = deployment_config_output(e.last_deployment_config)
+    if e.async_inference is not None:
+        out["AsyncInferenceConfig"] = _async_inference(e.async_inference)
     pending = e.pending_deployment
     if pending is not None:
         out["PendingDeploymentSummary"] = {
