@@ -1,0 +1,88 @@
+"""emulator.interrupts: a signal held since start is delivered on release, to the handlers in place then;
+one that comes during a deferred step is handled right after it, by the handler that was there."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+import pytest
+
+from emulator.interrupts import HANDLED_SIGNALS, deferred, hold_signals, release_signals
+
+
+@pytest.fixture
+def recorded() -> Iterator[list[int]]:
+    """SIGTERM recorded by a handler of the test's own; the handler and the mask put back after."""
+    seen: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        seen.append(signum)
+
+    before = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield seen
+    finally:
+        release_signals()
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_a_held_signal_waits_and_is_delivered_on_release(recorded: list[int]) -> None:
+    hold_signals()
+    assert set(HANDLED_SIGNALS) <= signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert recorded == [] and signal.SIGTERM in signal.sigpending()
+    release_signals()
+    assert recorded == [signal.SIGTERM]
+    assert not set(HANDLED_SIGNALS) & signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_release_without_hold_changes_nothing(recorded: list[int]) -> None:
+    release_signals()
+    assert recorded == [] and not set(HANDLED_SIGNALS) & signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_ctrl_c_during_a_deferred_step_comes_after_it_whole() -> None:
+    steps: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        with deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            steps.append("created")  # the step is not cut in two
+            steps.append("owned")
+    assert steps == ["created", "owned"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_sigterm_during_a_deferred_step_goes_to_the_handler_that_was_there(recorded: list[int]) -> None:
+    with deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert recorded == []
+    assert recorded == [signal.SIGTERM]
+
+
+def test_no_signal_no_delivery_and_nested_blocks_defer_to_the_outermost(recorded: list[int]) -> None:
+    with deferred():
+        with deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert recorded == []  # still inside the outer block
+    assert recorded == [signal.SIGTERM]
+    with deferred():
+        pass
+    assert recorded == [signal.SIGTERM]
+
+
+def test_off_the_main_thread_it_defers_nothing_and_touches_no_handler() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    seen: list[object] = []
+
+    def body() -> None:
+        with deferred():
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    worker = threading.Thread(target=body)
+    worker.start()
+    worker.join(timeout=10)
+    assert seen == [before]
