@@ -86,3 +86,34 @@ def test_off_the_main_thread_it_defers_nothing_and_touches_no_handler() -> None:
     worker.start()
     worker.join(timeout=10)
     assert seen == [before]
+
+
+def _blocked_during(monkeypatch: pytest.MonkeyPatch, command: str, argv: list[str]) -> set[int]:
+    """The handled signals still blocked while `command` runs, in a process started with them held."""
+    from emulator import cli
+
+    seen: list[set[int]] = []
+
+    def record(args: object) -> int:
+        seen.append(set(HANDLED_SIGNALS) & signal.pthread_sigmask(signal.SIG_BLOCK, []))
+        return 0
+
+    monkeypatch.setattr(cli, command, record)
+    hold_signals()
+    try:
+        assert cli.main(argv) == 0
+    finally:
+        release_signals()
+    return seen[0]
+
+
+def test_main_releases_held_signals_for_a_command_without_handlers_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _blocked_during(monkeypatch, "cmd_ls", ["ls"]) == set()
+
+
+def test_main_leaves_them_to_check_which_releases_them_once_its_handlers_are_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _blocked_during(monkeypatch, "cmd_check", ["check", "img:1"]) == set(HANDLED_SIGNALS)
