@@ -357,12 +357,22 @@ def named(ids: Sequence[str], checks: Sequence[Check]) -> frozenset[str]:
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
-    """Run `smlocal check` as parsed into `args`; returns the exit status. While it runs, SIGTERM ends
-    it as Ctrl-C does (its containers removed); the process's own SIGTERM handling is restored after."""
+    """Run `smlocal check` as parsed into `args`; returns the exit status. While it runs, Ctrl-C ends it
+    with 130 and SIGTERM with 143, its containers removed; the process's own SIGTERM handling is
+    restored after. A SIGINT or SIGTERM that a launcher held back since the process started
+    (emulator.interrupts) is released once both are handled: it ends the run the same way."""
     from rich.console import Console
 
-    with _sigterm_cleans_up(Console(stderr=True, soft_wrap=True)):
-        return _run(args, console)
+    from emulator.interrupts import EXIT_INTERRUPTED, release_signals
+
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        with _sigterm_cleans_up(err):
+            release_signals()
+            return _run(args, console)
+    except KeyboardInterrupt:  # run_checks, or the Target, removed the containers on the way out
+        err.print("smlocal check: interrupted")
+        return EXIT_INTERRUPTED
 
 
 def _run(args: argparse.Namespace, console: Console | None = None) -> int:
@@ -427,11 +437,7 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
         f"{f'; streaming with {escape(config.stream.source)}' if config.stream else ''}",
         highlight=False,
     )
-    try:
-        results = _run_with_progress(checks, target, console)
-    except KeyboardInterrupt:  # run_checks removed the containers on the way out
-        err.print("smlocal check: interrupted")
-        return 130
+    results = _run_with_progress(checks, target, console)  # Ctrl-C: KeyboardInterrupt, answered by run()
 
     report.print_report(results, console, checks)
     properties = {"image": args.image, "image_id": image.id}

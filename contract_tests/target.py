@@ -28,6 +28,7 @@ from contract_tests.ping import ping_once
 from contract_tests.result import CheckSkipped
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
+from emulator.interrupts import deferred
 from emulator.model.resources import ModelDataSource
 from emulator.process_owner import check_labels, remove_orphaned_checks
 from emulator.runtime import labels
@@ -384,8 +385,11 @@ class Target:
             user=user,
         )
         try:
-            container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
-            self._containers.append(container)
+            # A signal mid-create could let the engine create the container after the cleanup below
+            # looked for it: the signal waits until the container is this run's (emulator.interrupts).
+            with deferred():
+                container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
+                self._containers.append(container)
         except BaseException:  # Ctrl-C or SIGTERM mid-start: the engine may have created it already
             if not any(c.handle.name == spec.name for c in self._containers):
                 with contextlib.suppress(Exception):  # the original error is the one to report

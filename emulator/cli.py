@@ -31,6 +31,7 @@ from emulator.commands.server import DEFAULT_STATE_DIR, cmd_down, cmd_serve, cmd
 from emulator.commands.standalone import cmd_check, cmd_demo
 from emulator.config import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, ArchiveLimits, ContractLimits
 from emulator.errors import SmlocalError
+from emulator.interrupts import release_signals
 
 #: The demo's PNG: inside .smlocal/ (git-ignored) with the demo's state and build folders.
 DEMO_OUT = ".smlocal/sd-demo.png"
@@ -355,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="check an image against SageMaker's hosting contract")
     check_arguments(p)
-    p.set_defaults(func=cmd_check)
+    p.set_defaults(func=cmd_check, releases_signals=True)  # once its Ctrl-C/SIGTERM handlers are in
     return parser
 
 
@@ -365,6 +366,8 @@ def _one_line(text: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not getattr(args, "releases_signals", False):
+        release_signals()  # held by a launcher (emulator.interrupts): this command handles them as it did
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

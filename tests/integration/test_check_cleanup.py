@@ -15,9 +15,9 @@ from pathlib import Path
 import docker
 import pytest
 
-from emulator.process_owner import host
+from emulator.process_owner import host, start_stamp
 from emulator.runtime import labels
-from tests.fixtures.signals import default_sigint
+from tests.fixtures.signals import default_sigint_held
 
 pytestmark = pytest.mark.docker
 
@@ -31,16 +31,26 @@ def _env() -> dict[str, str]:
     return {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)}
 
 
+#: pid -> the start stamp of the run this module started with it (emulator.process_owner): a container
+#: labelled with the pid of an ended process that the kernel has given the pid again is not this run's.
+_STAMPS: dict[int, str] = {}
+
+
 def _start(image: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "emulator.cli", "check", image, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=cwd,
         env=_env(),
-        preexec_fn=default_sigint,  # the SIGINT test's Ctrl-C must reach it
+        # the SIGINT tests' Ctrl-C must reach it, and a signal sent at once after spawn must be answered
+        preexec_fn=default_sigint_held,
     )
+    stamp = start_stamp(proc.pid)
+    assert stamp is not None, "the run's start time cannot be read"
+    _STAMPS[proc.pid] = stamp
+    return proc
 
 
 def _smlocal(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -57,7 +67,11 @@ def _smlocal(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def _of(client: docker.DockerClient, pid: int) -> list[dict[str, str]]:
     """The containers of the check run with this pid on this host (running or not), as the engine's
     list has them (one call: no per-container lookup racing with a removal)."""
-    selector = [f"{labels.OWNER}=check-{pid}", f"{labels.OWNER_HOST}={host()}"]
+    selector = [
+        f"{labels.OWNER}=check-{pid}",
+        f"{labels.OWNER_HOST}={host()}",
+        f"{labels.OWNER_STARTED}={_STAMPS[pid]}",
+    ]
     found = client.api.containers(all=True, filters={"label": selector})
     return [{"id": c["Id"], "state": c["State"]} for c in found]
 
@@ -158,3 +172,44 @@ def test_sigint_removes_the_containers_at_once(
     assert proc.returncode == 130, out + err
     assert "smlocal check: interrupted" in err
     assert _of(docker_engine, proc.pid) == [] and not _exists(docker_engine, container_id)
+
+
+#: When each run of the test below is signalled, in seconds after spawn: while the interpreter starts,
+#: while it imports, while the image is resolved and the first container starts (on a 2-core machine
+#: the first container runs about 1-2 s after spawn; the test above covers a running one).
+SIGNAL_DELAYS_S = (0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.2)
+
+
+@pytest.mark.parametrize(
+    ("signum", "status", "said"),
+    [
+        (signal.SIGINT, 130, "smlocal check: interrupted"),
+        (signal.SIGTERM, 143, "smlocal check: SIGTERM: removing this run's containers"),
+    ],
+    ids=["SIGINT", "SIGTERM"],
+)
+def test_a_signal_at_any_moment_after_spawn_ends_the_run_with_its_status(
+    signum: signal.Signals,
+    status: int,
+    said: str,
+    echo_image: str,
+    docker_engine: docker.DockerClient,
+    tmp_path: Path,
+) -> None:
+    """A run signalled as early as a launcher can (its pid known: Popen has returned) exits with the
+    documented status, says so, and leaves no container, at every moment tried. Before, a signal that
+    came before the handlers (SIGINT while the interpreter started or imported, SIGTERM before the run's
+    handler) ended the process with -2 or -15."""
+    for delay in SIGNAL_DELAYS_S:
+        proc = _start(echo_image, *BUSY, cwd=tmp_path)
+        try:
+            time.sleep(delay)  # not a wait: the moment under test, counted from spawn
+            proc.send_signal(signum)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == status, f"signalled {delay} s after spawn: {out + err}"
+        assert said in err, f"signalled {delay} s after spawn: {err}"
+        assert _of(docker_engine, proc.pid) == [], f"signalled {delay} s after spawn: a container was left"

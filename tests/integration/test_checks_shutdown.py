@@ -291,19 +291,21 @@ class TestInFlight:
         assert result.evidence["response"] == f"HTTP 200 with a {len(payload)}-byte body"
 
 
+@pytest.fixture(scope="module")
+def stack_twin(keepalive_image: str, docker_engine: docker.DockerClient) -> Callable[[str], str]:
+    """Builds a twin on the gunicorn + Flask stack image. A module-level function: pytest 9.2 deprecates
+    (an error under filterwarnings = error) a class-scoped fixture defined as an instance method."""
+
+    def build(name: str) -> str:
+        tag = f"{TWIN_PREFIX}/{name}:latest"
+        build_image(TWINS_DIR / name, tag, buildargs={"STACK_IMAGE": keepalive_image}, client=docker_engine)
+        return tag
+
+    return build
+
+
 class TestOnGunicorn:
     """The same traps on a real serving stack: gunicorn + Flask (the keep-alive test image)."""
-
-    @pytest.fixture(scope="class")
-    def stack_twin(self, keepalive_image: str, docker_engine: docker.DockerClient) -> Callable[[str], str]:
-        def build(name: str) -> str:
-            tag = f"{TWIN_PREFIX}/{name}:latest"
-            build_image(
-                TWINS_DIR / name, tag, buildargs={"STACK_IMAGE": keepalive_image}, client=docker_engine
-            )
-            return tag
-
-        return build
 
     def test_exec_gunicorn_passes(self, run_one: RunOne, keepalive_image: str) -> None:
         for check_id in ("shutdown.idle", "shutdown.early"):
