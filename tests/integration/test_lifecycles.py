@@ -26,7 +26,7 @@ from tests.fixtures.lifecycle.server import ServeProcess
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 #: the events each kind goes through here (all of them in bench/lifecycles.py); single goes through all
-QUICK = ("blue-green", "instance-killed", "serve-sigkill", "delete-definitions")
+QUICK = ("instance-killed", "serve-sigkill", "delete-definitions")
 CASES = [
     (kind, event)
     for kind in KINDS
