@@ -106,3 +106,30 @@ def test_a_request_sent_while_the_endpoint_is_restored_waits_for_it(
                 deployment.sm.delete_endpoint(EndpointName=ENDPOINT)
         finally:
             server.stop()
+
+
+def test_a_serverless_request_whose_warm_container_died_gets_a_new_one(
+    tmp_path: Path, docker_engine: docker.DockerClient, streamer_image: str
+) -> None:
+    """The serverless variant's warm container is killed; requests sent at once (before smlocal saw
+    the exit) found it refused, took it out of rotation and answered 424 "no healthy instance is in
+    rotation" (1 of 55 under load). SageMaker starts a container for them: now they are admitted
+    once more, which cold-starts one."""
+    server = ServeProcess(tmp_path / "state")
+    track_owner(labels.owner_id(server.state_dir))
+    server.start()
+    deployment = Deployment(server, KINDS["serverless"], streamer_image, docker_engine)
+    rt = runtime_client(server.url)
+    try:
+        deployment.create()
+        for round_ in range(3):
+            assert KINDS["serverless"].invoke(rt, f"r0-{round_}") == f"r0-{round_}"  # warm
+            (warm,) = deployment.containers()
+            warm.kill()
+            assert KINDS["serverless"].invoke(rt, f"r1-{round_}") == f"r1-{round_}"
+    finally:
+        rt.close()
+        try:
+            deployment.sm.delete_endpoint(EndpointName=ENDPOINT)
+        finally:
+            server.stop()

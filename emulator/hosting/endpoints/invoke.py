@@ -42,6 +42,11 @@ from emulator.model.resources import EndpointStatus
 _T = TypeVar("_T")
 
 
+class NoInstanceInRotation(ModelUnreachable):
+    """No instance of the variant was in rotation (every one out, being replaced): the request
+    reached no container, so a serverless variant may start one and try it there."""
+
+
 @dataclass(frozen=True)
 class Invocation:
     reply: ContainerReply
@@ -148,11 +153,18 @@ class Invocations(ServiceBase):
             fleet = self._fleets.get(endpoint_name)
             return fleet is not None and variant in fleet.variants.values()
 
-        async with self.serverless.admitted(endpoint_name, variant, context, wanted) as capacity:
-            try:
-                reply = await self._call(endpoint_name, variant, body, headers)
-            except ModelFault as fault:
-                raise await self.serverless.explain(capacity, context, fault) from None
+        for attempt in range(2):
+            async with self.serverless.admitted(endpoint_name, variant, context, wanted) as capacity:
+                try:
+                    reply = await self._call(endpoint_name, variant, body, headers)
+                    break
+                except NoInstanceInRotation as fault:
+                    # its warm container died before the request reached it (refused, taken out
+                    # of rotation): admitted once more, which starts a container, as SageMaker does
+                    if attempt:
+                        raise await self.serverless.explain(capacity, context, fault) from None
+                except ModelFault as fault:
+                    raise await self.serverless.explain(capacity, context, fault) from None
         if len(reply.body) > serverless.MAX_PAYLOAD_BYTES:
             too_large = messages.response_too_large(serverless.MAX_PAYLOAD_BYTES)
             over = context.fault(ModelResponseTooLarge, 0, too_large)
@@ -197,7 +209,9 @@ class Invocations(ServiceBase):
         for attempt in range(2):
             if not variant.instances:  # [U] every instance of the variant is being replaced
                 raise context.fault(
-                    ModelUnreachable, 0, messages.container_unreachable("no healthy instance is in rotation")
+                    NoInstanceInRotation,
+                    0,
+                    messages.container_unreachable("no healthy instance is in rotation"),
                 )
             instance = variant.picker.pick(variant.instances)
             instance.outstanding += 1
