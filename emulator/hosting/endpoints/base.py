@@ -18,6 +18,7 @@ from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed, EngineError
 from emulator.hosting.async_inference.host import AsyncInferenceHost
 from emulator.hosting.endpoints import persistence
+from emulator.hosting.endpoints.restoring import StatusSignals
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.deployer import Deployer
 from emulator.hosting.fleet.invoker import FaultContext, Invoker
@@ -74,6 +75,8 @@ class ServiceBase:
     _stopping: set[asyncio.Task[None]]  # dead instances being stopped
     #: lower-cased endpoint name -> the config and models it serves (persisted for restarts)
     _deployed: dict[str, persistence.Deployed]
+    #: wakes invocations waiting for an endpoint being restored after a restart (restoring.py)
+    _status_signals: StatusSignals
 
     # ------------------------------------------------------------------ offered by service.py
 

@@ -30,14 +30,21 @@ from emulator.errors import (
 )
 from emulator.hosting.async_inference.queue import AsyncRequest
 from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.endpoints.restoring import serving_fleet
 from emulator.hosting.fleet import pipeline
 from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, with_exit_code
 from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_stream
 from emulator.hosting.fleet.variants import Instance, VariantFleet
 from emulator.hosting.multi_model.host import STOPPED_WHILE_LOADING, TARGET_MODEL_HEADER, InstanceStopped
 from emulator.model import messages, serverless
+from emulator.model.resources import EndpointStatus
 
 _T = TypeVar("_T")
+
+
+class NoInstanceInRotation(ModelUnreachable):
+    """No instance of the variant was in rotation (every one out, being replaced): the request
+    reached no container, so a serverless variant may start one and try it there."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,7 @@ class Invocations(ServiceBase):
         target_model: str | None = None,
         request_id: str = "",
     ) -> Invocation:
-        variant = self._variant(endpoint_name, target_variant, target_container)
+        variant = await self._variant(endpoint_name, target_variant, target_container)
         _check_target_model(endpoint_name, variant, target_model)
         try:
             if variant.variant.serverless is not None:
@@ -88,11 +95,18 @@ class Invocations(ServiceBase):
             raise
         return Invocation(reply, variant.variant.variant_name)
 
-    def _variant(
+    async def _variant(
         self, endpoint_name: str, target_variant: str | None, target_container: str | None
     ) -> VariantFleet:
-        """The variant that answers (TargetVariant, else by weight), TargetContainerHostname checked."""
-        fleet = self._fleets.get(endpoint_name)
+        """The variant that answers (TargetVariant, else by weight), TargetContainerHostname checked;
+        an endpoint being restored after a restart is waited for (restoring.py)."""
+        fleet = await serving_fleet(
+            endpoint_name,
+            self._fleets.get,
+            self._status_of,
+            self._status_signals,
+            self.config.limits.invocation_timeout_s,
+        )
         if fleet is None:
             raise EndpointNotFound(
                 messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
@@ -104,6 +118,10 @@ class Invocations(ServiceBase):
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
         _check_target(endpoint_name, variant, target_container)
         return variant
+
+    def _status_of(self, endpoint_name: str) -> EndpointStatus | None:
+        endpoint = self.endpoints.get(endpoint_name)
+        return None if endpoint is None else endpoint.status
 
     def invoke_async(self, endpoint_name: str, input_location: str | None, **options: Any) -> AsyncRequest:
         """InvokeEndpointAsync: the request joins the endpoint's queue (answered 202 at once); the
@@ -135,11 +153,18 @@ class Invocations(ServiceBase):
             fleet = self._fleets.get(endpoint_name)
             return fleet is not None and variant in fleet.variants.values()
 
-        async with self.serverless.admitted(endpoint_name, variant, context, wanted) as capacity:
-            try:
-                reply = await self._call(endpoint_name, variant, body, headers)
-            except ModelFault as fault:
-                raise await self.serverless.explain(capacity, context, fault) from None
+        for attempt in range(2):
+            async with self.serverless.admitted(endpoint_name, variant, context, wanted) as capacity:
+                try:
+                    reply = await self._call(endpoint_name, variant, body, headers)
+                    break
+                except NoInstanceInRotation as fault:
+                    # its warm container died before the request reached it (refused, taken out
+                    # of rotation): admitted once more, which starts a container, as SageMaker does
+                    if attempt:
+                        raise await self.serverless.explain(capacity, context, fault) from None
+                except ModelFault as fault:
+                    raise await self.serverless.explain(capacity, context, fault) from None
         if len(reply.body) > serverless.MAX_PAYLOAD_BYTES:
             too_large = messages.response_too_large(serverless.MAX_PAYLOAD_BYTES)
             over = context.fault(ModelResponseTooLarge, 0, too_large)
@@ -184,7 +209,9 @@ class Invocations(ServiceBase):
         for attempt in range(2):
             if not variant.instances:  # [U] every instance of the variant is being replaced
                 raise context.fault(
-                    ModelUnreachable, 0, messages.container_unreachable("no healthy instance is in rotation")
+                    NoInstanceInRotation,
+                    0,
+                    messages.container_unreachable("no healthy instance is in rotation"),
                 )
             instance = variant.picker.pick(variant.instances)
             instance.outstanding += 1
@@ -224,7 +251,7 @@ class Invocations(ServiceBase):
         """InvokeEndpointWithResponseStream: as `invoke` up to the container's first byte (the same
         choices and ModelFaults), then the container's answer as a ContainerStream. The instance
         counts the request as outstanding until `StreamInvocation.close`."""
-        variant = self._variant(endpoint_name, target_variant, target_container)
+        variant = await self._variant(endpoint_name, target_variant, target_container)
         if variant.plan is not None and variant.plan.model.multi_model:
             raise ValidationFailed(messages.streaming_multi_model(endpoint_name))
         if variant.variant.serverless is not None:

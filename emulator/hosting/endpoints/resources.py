@@ -223,6 +223,7 @@ class Resources(Deployments):
         )
         self.endpoints.put(updated)
         self._persist()
+        self._status_signals.notify(name)
         if status is EndpointStatus.IN_SERVICE:
             self._serve_async(name)
         return updated

@@ -33,6 +33,7 @@ from emulator.hosting.endpoints.logs import EndpointLogs
 from emulator.hosting.endpoints.quotas import InstanceQuotas
 from emulator.hosting.endpoints.reconcile import Reconciliation
 from emulator.hosting.endpoints.resources import Resources
+from emulator.hosting.endpoints.restoring import StatusSignals
 from emulator.hosting.endpoints.updates import FleetUpdates
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.deployer import Deployer
@@ -95,6 +96,7 @@ class HostingService(
         self._stopping: set[asyncio.Task[None]] = set()  # dead instances being stopped
         #: lower-cased endpoint name -> the config and models it serves (persisted for restarts)
         self._deployed: dict[str, persistence.Deployed] = {}
+        self._status_signals = StatusSignals()
         self.health_check_interval_s = config.health_check_interval_s
         self.invoker = Invoker(config.limits.max_response_bytes, config.limits.invocation_timeout_s)
         self._ping_session: aiohttp.ClientSession | None = None

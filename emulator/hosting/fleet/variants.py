@@ -137,9 +137,21 @@ class EndpointFleet:
         self._choice = self._build_choice()
 
     def choose(self, target_variant: str | None) -> VariantFleet | None:
+        """TargetVariant's variant, else one by weight. [U] A variant chosen by weight whose every
+        instance is out of rotation (its only instance died and is being replaced) hands the
+        request to a variant that has instances in rotation, by their weights: the endpoint's load
+        balancer sends traffic to healthy hosts. A TargetVariant request stays with its variant,
+        and serverless variants (no standing instances) are never skipped."""
         if target_variant is not None:
             return self.variants.get(target_variant)
-        return self.variants[self._choice.choose()]
+        chosen = self.variants[self._choice.choose()]
+        if chosen.instances or chosen.variant.serverless is not None or len(self.variants) == 1:
+            return chosen
+        serving = [v for v in self.variants.values() if v.instances and v.weight > 0]
+        if not serving:
+            return chosen
+        names, weights = [v.variant.variant_name for v in serving], [v.weight for v in serving]
+        return self.variants[WeightedChoice(names, weights).choose()]
 
     def all_instances(self) -> list[Instance]:
         return [i for v in self.variants.values() for i in v.instances]
