@@ -27,6 +27,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import aiohttp
 from multidict import CIMultiDict
 
 from emulator.errors import ModelErrorResponse, ModelFault
@@ -45,8 +46,14 @@ CAPACITY_POLL_S = 1.0
 BACKLOG_SAMPLES = 1000
 
 
+#: How long an instance that refused a connection gets no request (its container is gone: killed,
+#: and its exit not yet seen, which takes it out of the fleet; else a one-off, and it serves again).
+REFUSED_HOLD_S = 1.0
+
+
 class Interrupted(Exception):
-    """The request's container call broke because smlocal retired its instance: it waits again."""
+    """The request's container call broke because smlocal retired its instance, or never reached
+    its container (the connection refused): it waits again. The text says which."""
 
 
 #: S3 access through the model data layer's clients: get(url) -> bytes, put(url, data, content_type)
@@ -132,6 +139,8 @@ class AsyncEndpoint:
         self.counters = Counters()
         #: instances smlocal is stopping (shared by the host): a broken call there is not a failure
         self.retired: weakref.WeakSet[Instance] = weakref.WeakSet()
+        #: instances that refused a connection -> the loop time until which they get no request
+        self._refused: weakref.WeakKeyDictionary[Instance, float] = weakref.WeakKeyDictionary()
         #: each running request's instance and the loop time its container call must end by
         self._in_flight: dict[asyncio.Task[None], tuple[Instance, float]] = {}
         #: the endpoint is real-time now: this worker runs what is queued, then `on_empty` is called
@@ -232,7 +241,12 @@ class AsyncEndpoint:
         fleet = self._fleet()
         if fleet is None:
             return None
-        free = [i for i in fleet.all_instances() if i.outstanding < self.settings.concurrency]
+        now = asyncio.get_running_loop().time()
+        free = [
+            i
+            for i in fleet.all_instances()
+            if i.outstanding < self.settings.concurrency and self._refused.get(i, 0.0) <= now
+        ]
         return min(free, key=lambda i: i.outstanding) if free else None
 
     async def _process(self, request: AsyncRequest, instance: Instance) -> None:
@@ -243,12 +257,11 @@ class AsyncEndpoint:
             await self._handle(request, instance)
         except asyncio.CancelledError:
             raise  # smlocal stopping: the request stays in the queue file, a restart runs it again
-        except Interrupted:
+        except Interrupted as why:
             self.queue.requeue(request)
             self.counters.requeued += 1
             self._platform_log(
-                f"inference {request.inference_id} interrupted: smlocal retired its instance "
-                f"{instance.instance_id}; it waits in the queue again"
+                f"inference {request.inference_id} interrupted: {why}; it waits in the queue again"
             )
         except Exception:  # noqa: BLE001 - one request's failure must not stop the endpoint's worker
             log.exception("inference %s of %s failed", request.inference_id, self.name)
@@ -297,7 +310,14 @@ class AsyncEndpoint:
             )
         except ModelFault as fault:
             if instance in self.retired:  # smlocal stopped the container, not the model's doing
-                raise Interrupted from fault
+                raise Interrupted(f"smlocal retired its instance {instance.instance_id}") from fault
+            if isinstance(fault.__cause__, aiohttp.ClientConnectorError):
+                # never reached the model (a killed container whose exit smlocal has not seen yet):
+                # SageMaker would run it on a healthy instance, and so does the queue
+                self._refused[instance] = asyncio.get_running_loop().time() + REFUSED_HOLD_S
+                raise Interrupted(
+                    f"instance {instance.instance_id} refused the connection (its container is gone)"
+                ) from fault
             if isinstance(fault, ModelErrorResponse) and 400 <= fault.original_status < 500:
                 self.counters.errors_4xx += 1
             elif isinstance(fault, ModelErrorResponse):
