@@ -44,6 +44,9 @@ class CachedModel:
     invoke_url: URL | None = None
     #: room was made for it and its load is under way (counted as loaded by the memory budget)
     loading: bool = False
+    #: its container unload (DELETE) is under way: a new load of it waits for that to end, or the
+    #: container may take the load first (409: "already loaded") and the unload after it
+    unloading: bool = False
     #: its load waits for room (for another model to become idle)
     waiting: bool = False
 
@@ -118,6 +121,7 @@ class InstanceModels:
             or model.loading
             or model.task is not None
             or model.discarding is not None
+            or model.unloading
         )
         if idle and self.models.get(model.target) is model:
             del self.models[model.target]
