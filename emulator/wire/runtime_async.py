@@ -51,7 +51,9 @@ async def invoke_endpoint_async(
         location, body = members.get("InputLocation"), members.get("Body") or b""
         if (location is None) == (not body):  # [U] text: SageMaker's model says "provide exactly one"
             raise ValidationFailed(messages.async_input_exactly_one())
-        queued = svc.invoke_async(members["EndpointName"], location, inline_body=body or None, **options)
+        queued = await svc.invoke_async(
+            members["EndpointName"], location, inline_body=body or None, **options
+        )
     except SmlocalError as exc:
         return runtime_error(exc, request_id)
     headers = {

@@ -3,7 +3,7 @@ exactly one outcome, and only the errors an event names count as SageMaker's own
 
 from __future__ import annotations
 
-from tests.fixtures.lifecycle.outcomes import Expected, Result, account, classify
+from tests.fixtures.lifecycle.outcomes import Accepted, Expected, Result, account, classify
 
 KILLED = Expected(errors={("ModelError", 424): "in flight on the killed instance"})
 
@@ -53,6 +53,7 @@ def test_every_sent_request_is_accounted_for_once() -> None:
         "ok": 1,
         "as_sagemaker": 1,
         "refused": 0,
+        "queued": 0,
         "failed": 0,
         "crossed": 1,
         "lost": 1,
@@ -60,3 +61,61 @@ def test_every_sent_request_is_accounted_for_once() -> None:
     assert tally.attempts == 1 + 2 + 1 + 1
     assert set(tally.bad()) == {"crossed", "lost"}
     assert tally.bad()["lost"] == {"the call never returned": 1}
+
+
+ACCEPTED = Accepted("s3://b/out/r0-1.out", "s3://b/err/r0-1-error.out")
+KILLED_ASYNC = Expected(failure_objects={"dropped the connection": "running on the killed instance"})
+
+
+def _async(**settled: object) -> Result:
+    return Result("r0-1", "async", accepted=ACCEPTED, **settled)  # type: ignore[arg-type]
+
+
+def test_an_async_request_is_ok_when_its_output_carries_its_id() -> None:
+    out = b'{"id": "r0-1"}'
+    assert classify(_async(outputs=(out, out), answered_id="r0-1"), Expected()) == ("ok", "output written")
+    assert classify(_async(outputs=(b"x",), answered_id="r1-1"), Expected()) == (
+        "crossed",
+        "output carries id 'r1-1'",
+    )
+
+
+def test_an_async_request_with_both_objects_or_two_outputs_is_crossed() -> None:
+    out = b'{"id": "r0-1"}'
+    both = _async(outputs=(out,), answered_id="r0-1", failure="Received server error (500)")
+    assert classify(both, KILLED_ASYNC) == ("crossed", "both an output and a failure object")
+    twice = _async(outputs=(out, b'{"id": "r0-1", "x": 1}'), answered_id="r0-1")
+    assert classify(twice, Expected()) == (
+        "crossed",
+        "the output object was written twice with different content",
+    )
+
+
+def test_an_async_failure_object_is_sagemakers_only_when_the_event_names_its_text() -> None:
+    failure = _async(
+        failure="ModelError: the container dropped the connection while the request was in flight"
+    )
+    assert classify(failure, KILLED_ASYNC) == (
+        "as_sagemaker",
+        "failure object: running on the killed instance",
+    )
+    assert classify(failure, Expected())[0] == "failed"
+    assert classify(failure, Expected())[1].startswith("failure object: ModelError: the container dropped")
+
+
+def test_an_async_request_with_no_object_is_queued_while_the_queue_holds_requests_else_lost() -> None:
+    assert classify(_async(queued=True), Expected())[0] == "queued"
+    assert classify(_async(), Expected()) == (
+        "lost",
+        "accepted, then no output or failure object and an empty queue",
+    )
+    never_settled = Result("r0-1", "accepted", accepted=ACCEPTED)
+    assert classify(never_settled, Expected()) == ("lost", "accepted, and never looked for in S3")
+
+
+def test_queued_is_not_a_bad_outcome_and_the_bad_ones_are_kept_with_their_reasons() -> None:
+    tally = account(
+        ["r0-1", "r0-2"], [_async(queued=True), Result("r0-2", "async", accepted=ACCEPTED)], Expected()
+    )
+    assert tally.row()["queued"] == 1 and tally.row()["lost"] == 1
+    assert set(tally.bad()) == {"lost"}

@@ -123,10 +123,21 @@ class Invocations(ServiceBase):
         endpoint = self.endpoints.get(endpoint_name)
         return None if endpoint is None else endpoint.status
 
-    def invoke_async(self, endpoint_name: str, input_location: str | None, **options: Any) -> AsyncRequest:
+    async def invoke_async(
+        self, endpoint_name: str, input_location: str | None, **options: Any
+    ) -> AsyncRequest:
         """InvokeEndpointAsync: the request joins the endpoint's queue (answered 202 at once); the
-        endpoint's worker runs it (async_inference/worker.py)."""
-        if endpoint_name not in self._fleets:
+        endpoint's worker runs it (async_inference/worker.py). An endpoint being restored after a
+        restart is waited for first, as for InvokeEndpoint (restoring.py): its queue is loaded when
+        it serves again."""
+        fleet = await serving_fleet(
+            endpoint_name,
+            self._fleets.get,
+            self._status_of,
+            self._status_signals,
+            self.config.limits.invocation_timeout_s,
+        )
+        if fleet is None:
             raise EndpointNotFound(
                 messages.runtime_endpoint_not_found(endpoint_name, self.account.account_id)
             )
