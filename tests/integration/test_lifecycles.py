@@ -98,6 +98,7 @@ def test_nothing_is_lost(
     tally = under_load(deployment, event)
     assert tally.accounted == tally.sent, tally.row()
     assert tally.bad() == {}, (tally.row(), deployment.server.log_tail())
+    assert tally.counts["queued"] == 0, tally.row()  # async: everything accepted was written in time
     assert tally.counts["ok"] >= 20, tally.row()  # the load ran before and after the event
 
 
