@@ -209,7 +209,7 @@ class AsyncInferenceHost:
         endpoint.submit(request, inline_body)
         return request
 
-    # ------------------------------------------------------------------ S3, on the model data pool
+    # ------------------------------------------------------------------ S3 and SNS, on their own pool
 
     def _s3(self) -> Any:
         if self._client is None:
@@ -227,7 +227,7 @@ class AsyncInferenceHost:
                 body.close()
             return data
 
-        return await self._executors.model_data(read)
+        return await self._executors.async_io(read)
 
     async def _publish(self, topic: str, text: str) -> None:
         def publish() -> None:
@@ -235,11 +235,11 @@ class AsyncInferenceHost:
                 self._sns = self._sns_factory()
             self._sns.publish(TopicArn=topic, Message=text)
 
-        await self._executors.model_data(publish)
+        await self._executors.async_io(publish)
 
     async def _put(self, url: str, data: bytes, content_type: str | None) -> None:
         bucket, key = _split(url)
         extra = {"ContentType": content_type} if content_type else {}
-        await self._executors.model_data(
+        await self._executors.async_io(
             lambda: self._s3().put_object(Bucket=bucket, Key=key, Body=data, **extra)
         )
