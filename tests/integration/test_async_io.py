@@ -5,18 +5,23 @@ moto's S3 and SNS server, unchanged boto3."""
 
 from __future__ import annotations
 
+import datetime
+import json
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
+import httpx
 import pytest
 
 from emulator.config import ContractLimits
 from tests.fixtures.slow_s3 import slow_s3_proxy
 from tests.fixtures.smlocal_server import Smlocal, model_tar, start_smlocal
 
+pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.docker
 
 LIMITS = ContractLimits(startup_timeout_s=20.0, invocation_timeout_s=30.0, stop_grace_s=2.0)
@@ -71,6 +76,24 @@ def slow_env(
             yield env
         finally:
             env.server.stop()
+
+
+@pytest.fixture
+def env(
+    tmp_path_factory: pytest.TempPathFactory, echo_image: str, s3_server: str, aws_credentials: None
+) -> Iterator[Smlocal]:
+    """A server whose S3 and SNS are moto's server."""
+    env = start_smlocal(
+        tmp_path_factory.mktemp("async-io"),
+        echo_image,
+        limits=LIMITS,
+        s3_endpoint_url=s3_server,
+        sns_endpoint_url=s3_server,
+    )
+    try:
+        yield env
+    finally:
+        env.server.stop()
 
 
 SLOW_REQUESTS = 8
@@ -184,3 +207,165 @@ def wait_for(s3: Any, url: str, timeout_s: float = 30.0) -> bytes:
         except s3.exceptions.NoSuchKey:
             assert time.monotonic() < deadline, f"nothing at {url}"
             time.sleep(0.05)
+
+
+def _error_topic(s3_server: str) -> tuple[str, Any, str]:
+    """An SNS topic with an SQS queue subscribed (raw delivery): (topic ARN, SQS client, queue URL)."""
+    keys = {"endpoint_url": s3_server, "region_name": "us-east-1"}
+    keys |= {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+    sns, sqs = boto3.client("sns", **keys), boto3.client("sqs", **keys)
+    name = f"async-err-{uuid.uuid4().hex[:8]}"
+    topic = sns.create_topic(Name=name)["TopicArn"]
+    queue = sqs.create_queue(QueueName=name)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+    return topic, sqs, queue
+
+
+def _message(sqs: Any, queue: str, timeout_s: float = 20.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", [])
+        if got:
+            document: dict[str, Any] = json.loads(got[0]["Body"])
+            return document
+    raise AssertionError(f"no message on {queue}")
+
+
+def test_a_result_that_cannot_be_written_is_notified_counted_and_logged(
+    env: Smlocal, bucket: str, s3_client: Any, s3_server: str
+) -> None:
+    """The output path's bucket does not exist: neither the output nor the failure can be written.
+    The request still ends visibly: an ErrorTopic notification with the reason, ResponseUploadFailures
+    for both writes, and a `_smlocal` line that says nothing will appear in S3."""
+    topic, sqs, queue = _error_topic(s3_server)
+    name, gone = "unwritable", "smlocal-no-such-bucket"
+    env.sm.create_model(ModelName=name, PrimaryContainer={"Image": env.image})
+    env.sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[{"VariantName": "AllTraffic", "ModelName": name, "InitialInstanceCount": 1}],
+        AsyncInferenceConfig={
+            "OutputConfig": {"S3OutputPath": f"s3://{gone}/out", "NotificationConfig": {"ErrorTopic": topic}}
+        },
+    )
+    env.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    assert env.wait(name)["EndpointStatus"] == "InService"
+    s3_client.put_object(Bucket=bucket, Key="in.json", Body=b"{}")
+    answer = env.rt.invoke_endpoint_async(
+        EndpointName=name, InputLocation=f"s3://{bucket}/in.json", InferenceId="lost-1"
+    )
+    assert answer["ResponseMetadata"]["HTTPStatusCode"] == 202
+
+    message = _message(sqs, queue)
+    output, failure = f"s3://{gone}/out/lost-1.out", f"s3://{gone}/out/lost-1-error.out"
+    assert (message["inferenceId"], message["invocationStatus"]) == ("lost-1", "Failed")
+    no_bucket = "NoSuchBucket: An error occurred (NoSuchBucket) when calling the PutObject operation: " + (
+        "The specified bucket does not exist"
+    )
+    reason = f"Failed to upload the output to {output}: PutObject {output}: {no_bucket}"
+    assert message["failureReason"] == reason
+    assert message["responseParameters"] == {"contentType": "text/plain", "failureLocation": failure}
+
+    logs = httpx.get(f"{env.server.url}/_smlocal/endpoints/{name}/logs").text
+    assert (
+        f"NOT WRITTEN TO S3: inference lost-1 failed and its failure could not be written to {failure} "
+        f"either (PutObject {failure}: {no_bucket}): nothing will appear in S3 for it; check the "
+        "server's S3 endpoint and credentials"
+    ) in logs
+    assert f"inference lost-1 failed: {reason}" in logs
+
+    cloudwatch = boto3.client("cloudwatch", endpoint_url=env.server.url, region_name="us-east-1")
+    now = datetime.datetime.now(datetime.UTC)
+    stats = cloudwatch.get_metric_statistics(
+        Namespace="AWS/SageMaker",
+        MetricName="ResponseUploadFailures",
+        Dimensions=[{"Name": "EndpointName", "Value": name}, {"Name": "VariantName", "Value": "AllTraffic"}],
+        StartTime=now - datetime.timedelta(minutes=10),
+        EndTime=now + datetime.timedelta(minutes=1),
+        Period=60,
+        Statistics=["Sum"],
+    )
+    assert sum(point["Sum"] for point in stats["Datapoints"]) == 2.0  # the output, then the failure
+    env.cleanup(name)
+
+
+USER_ASYNC_MODULE = """
+import json, os, time
+import boto3
+
+BUCKET = os.environ["BUCKET"]
+S3 = boto3.client("s3", endpoint_url=os.environ["S3_URL"], region_name="us-east-1",
+                  aws_access_key_id="user", aws_secret_access_key="user")
+
+def answer(sagemaker_clients, name, wait_s):
+    S3.put_object(Bucket=BUCKET, Key="in.json", Body=b'{"q": 1}')
+    out = sagemaker_clients.runtime.invoke_endpoint_async(EndpointName=name, InputLocation=f"s3://{BUCKET}/in.json")
+    bucket, key = out["OutputLocation"].removeprefix("s3://").split("/", 1)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return S3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except S3.exceptions.ClientError:
+            assert time.monotonic() < deadline, f"no async answer in {wait_s} s"
+            time.sleep(0.1)  # polling S3, as a user's test does
+
+def test_answered(sagemaker_endpoint, sagemaker_clients, smlocal_server):
+    with open(os.environ["RECORD"], "w") as f:
+        json.dump({"owner": smlocal_server.owner}, f)
+    name = sagemaker_endpoint(os.environ["MODEL_IMAGE"], async_config={"OutputConfig": {"S3OutputPath": f"s3://{BUCKET}/out"}})
+    assert answer(sagemaker_clients, name, 30) == b'{"q": 1}'
+
+def test_lost(sagemaker_endpoint, sagemaker_clients):
+    config = {"OutputConfig": {"S3OutputPath": "s3://smlocal-no-such-bucket/out"}}
+    name = sagemaker_endpoint(os.environ["MODEL_IMAGE"], env={"LOST": "1"}, async_config=config)
+    answer(sagemaker_clients, name, 5)
+"""
+
+
+def test_the_fixtures_server_gets_dummy_credentials_and_a_lost_result_is_in_the_report(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    echo_image: str,
+    s3_server: str,
+    s3_bucket: str,
+) -> None:
+    """A user's suite in an environment with no AWS credentials at all (as docs/ci.md promises it
+    may be): the server the fixtures start signs its S3 calls with the clients' dummy pair, so an
+    async answer lands (it failed with NoCredentialsError and nothing was written, not even the
+    failure); a result that cannot be written is a section of the failing test's report."""
+    pytester.makepyfile(test_user_async=USER_ASYNC_MODULE)
+    pytester.makeini("[pytest]\n")
+    record = pytester.path / "record.json"
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "SMLOCAL_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    empty = pytester.path / "empty-aws-file"
+    empty.write_text("")
+    for key, value in (
+        ("AWS_SHARED_CREDENTIALS_FILE", str(empty)),
+        ("AWS_CONFIG_FILE", str(empty)),
+        ("AWS_ENDPOINT_URL_S3", s3_server),
+        ("MODEL_IMAGE", echo_image),
+        ("BUCKET", s3_bucket),
+        ("S3_URL", s3_server),
+        ("RECORD", str(record)),
+    ):
+        monkeypatch.setenv(key, value)
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=300)
+    if record.exists():
+        from tests.fixtures.docker_env import track_owner
+
+        track_owner(json.loads(record.read_text())["owner"])
+    run.assert_outcomes(passed=1, failed=1)
+    out = run.stdout.str()
+    section = out.split("smlocal: asynchronous results NOT written to S3: ", 1)[1]
+    assert section.split("\n", 1)[0].startswith("test-lost-")  # the endpoint's name
+    assert "NOT WRITTEN TO S3: inference " in section
+    assert "its failure could not be written to s3://smlocal-no-such-bucket/out/" in section
+    assert "NoSuchBucket" in section
+    assert out.count("smlocal: asynchronous results NOT written to S3") == 1
