@@ -1,7 +1,7 @@
 """Asynchronous inference's memory: the rise of the server's peak RSS while N requests move large
 payloads at once (each input of SIZE bytes, each answer as large: the echo image), in one run.
 
-    python3 bench/async_memory.py [--requests 4] [--mib 256]
+    python3 bench/async_memory.py [--requests 4] [--mib 128]
 
 smlocal runs as a subprocess (`smlocal serve`, S3 pointed at moto's server in this process; moto keeps
 every object in this process's memory: about 2 x requests x size x 2). The figure is VmHWM of the
@@ -27,7 +27,7 @@ from tests.fixtures.async_memory import MIB, measure  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--requests", type=int, default=4)
-    parser.add_argument("--mib", type=int, default=256)
+    parser.add_argument("--mib", type=int, default=128)
     args = parser.parse_args()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     moto = ThreadedMotoServer(ip_address=HOST, port=0, verbose=False)
