@@ -176,7 +176,7 @@ def test_an_input_that_stalls_in_s3_is_a_download_failure_not_the_models_timeout
     request fails as an unreadable input (RequestDownloadFailures), not as a model that timed out."""
     env = slow_env
     assert deploy_async(env, "stalled-input", bucket)["EndpointStatus"] == "InService"
-    size = 256 * 1024
+    size = 2 * 1024 * 1024  # more than one chunk: the first read stalls after GetObject answered
     s3_client.put_object(Bucket=bucket, Key="stall/in", Body=b"s" * size)
     answer = env.rt.invoke_endpoint_async(
         EndpointName="stalled-input", InputLocation=f"s3://{bucket}/stall/in", InvocationTimeoutSeconds=2

@@ -94,3 +94,7 @@ async def test_an_input_is_read_a_chunk_at_a_time(s3: AsyncS3, s3_bucket: str, s
     sizes = [len(chunk) async for chunk in source.chunks()]
     await source.close()
     assert sizes == [CHUNK_BYTES, CHUNK_BYTES, 5] and source.error is None
+
+    s3_client.put_object(Bucket=s3_bucket, Key="small", Body=b"s" * CHUNK_BYTES)
+    small = await s3.open_input(f"s3://{s3_bucket}/small")  # read in the opening call
+    assert small.length == CHUNK_BYTES and [c async for c in small.chunks()] == [b"s" * CHUNK_BYTES]

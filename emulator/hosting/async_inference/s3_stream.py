@@ -246,14 +246,31 @@ class AsyncS3:
             self._client = self._factory()
         return self._client
 
-    async def open_input(self, url: str) -> S3Input:
+    async def open_input(self, url: str) -> InputSource:
+        """The object opened; one of at most CHUNK_BYTES is read at once, in the same pool call (a
+        small input costs one thread hop, not four)."""
         bucket, key = split(url)
+
+        def get() -> tuple[Any, int | None, bytes | None]:
+            got = self.client().get_object(Bucket=bucket, Key=key)
+            length = got.get("ContentLength")
+            size = int(length) if length is not None else None
+            if size is not None and size <= CHUNK_BYTES:
+                body = got["Body"]
+                try:
+                    data: bytes = body.read()
+                finally:
+                    body.close()
+                return None, size, data
+            return got["Body"], size, None
+
         try:
-            got = await self._run(lambda: self.client().get_object(Bucket=bucket, Key=key))
+            body, length, data = await self._run(get)
         except Exception as exc:  # noqa: BLE001 - botocore's errors, translated once
             raise _failure("GetObject", url, exc) from exc
-        length = got.get("ContentLength")
-        return S3Input(url, got["Body"], int(length) if length is not None else None, self._run)
+        if data is not None:
+            return BytesInput(data)
+        return S3Input(url, body, length, self._run)
 
     def open_output(self, url: str, content_type: str | None) -> S3Output:
         return S3Output(self.client, url, content_type, self._run, self._part_bytes)
