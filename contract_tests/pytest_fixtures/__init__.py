@@ -14,7 +14,8 @@ Fixtures:
                         `.cloudwatch` (no retries; the environment's keys or dummy ones).
     sagemaker_endpoint  (function) `sagemaker_endpoint(image, model_data=None, **options)` -> the name
                         of an InService endpoint, deleted (with its config and models) at teardown.
-                        When the test fails, the endpoint's container logs are a section of its report.
+                        When the test fails, the endpoint's container logs are a section of its report
+                        (and the asynchronous results smlocal could not write to S3, one of their own).
 
 Options: --smlocal-url URL, --smlocal-region R, --smlocal-serve-arg=ARG (repeatable; ini
 `smlocal_serve_args`), --smlocal-start-timeout S. Marker: `smlocal_reuse_endpoints` (module or class):
@@ -248,14 +249,22 @@ def _smlocal_module_endpoints(
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A failed test's report gets a section of container logs per endpoint it used."""
+    """A failed test's report gets a section of container logs per endpoint it used, after one that
+    lists the endpoint's asynchronous results the server could not write to S3, if any."""
     report = yield
     used = item.stash.get(_USED, [])
     if report.failed and report.when == "call" and used:
         from contract_tests.pytest_fixtures.endpoints import LOG_TAIL_LINES
         from contract_tests.pytest_fixtures.server import endpoint_logs
+        from emulator.model.messages.async_inference import RESULT_NOT_WRITTEN
 
         for url, name in dict.fromkeys(used):
             text = endpoint_logs(url, name, tail=LOG_TAIL_LINES) or "(no logs)"
+            # asynchronous results the server could not write to S3: the test waited for nothing
+            lost = [line for line in text.splitlines() if RESULT_NOT_WRITTEN in line]
+            if lost:
+                report.sections.append(
+                    (f"smlocal: asynchronous results NOT written to S3: {name}", "\n".join(lost))
+                )
             report.sections.append((f"smlocal container logs: {name}", text))
     return report

@@ -2,8 +2,11 @@
 
 A started server listens on a free 127.0.0.1 port with a fresh temporary state dir (so its containers
 carry an owner label of their own: emulator/runtime/labels.py) and counts as up once its health route
-answers with that owner. At the end it is sent SIGTERM (it stops and removes its containers), killed
-if it does not exit in time, and whatever container of its owner is still there is removed the way
+answers with that owner. Its environment is the caller's; when that has no AWS credentials at all the
+server gets the clients' dummy pair (clients.py), so its S3 and SNS calls (model data, asynchronous
+inference, against a local S3 such as moto's) are signed instead of failing with NoCredentialsError.
+At the end it is sent SIGTERM (it stops and removes its containers), killed if it does not exit in
+time, and whatever container of its owner is still there is removed the way
 `smlocal down --state-dir` does; then the state dir goes. An external server (--smlocal-url) is only
 checked to answer: it is neither started nor stopped.
 
@@ -150,7 +153,13 @@ def start_server(
         *extra_args,
     ]
     with os.fdopen(fd, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=server_environment(),
+        )
     server = SmlocalServer(
         url=url, region=region, state_dir=state_dir, owner=owner, pid=process.pid, _process=process
     )
@@ -167,6 +176,41 @@ def start_server(
             server.stop()
             raise ServerStartError(f"smlocal serve ({' '.join(command[3:])}) {what}; its output:\n{tail}")
         time.sleep(0.05)
+
+
+#: Environment variables through which a machine hands out real credentials that only the network
+#: can turn into keys (ECS/CodeBuild task roles, web identity): their presence counts as credentials.
+_NETWORK_CREDENTIALS = (
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+)
+
+
+def server_environment() -> dict[str, str]:
+    """The started server's environment: this process's, plus the dummy credentials the clients use
+    when it has none (keys, a profile, the shared files, a task role or web identity). Instance
+    metadata is never asked: a machine that relies on it sets no variable, and gets the dummy pair."""
+    from contract_tests.pytest_fixtures.clients import DUMMY_KEY
+
+    environ = dict(os.environ)
+    if any(environ.get(name) for name in _NETWORK_CREDENTIALS) or _local_credentials():
+        return environ
+    return {**environ, "AWS_ACCESS_KEY_ID": DUMMY_KEY, "AWS_SECRET_ACCESS_KEY": DUMMY_KEY}
+
+
+def _local_credentials() -> bool:
+    """Whether botocore finds credentials in the environment or the shared files, without the
+    network."""
+    import botocore.session
+
+    resolver = botocore.session.Session().get_component("credential_provider")
+    for provider in ("container-role", "iam-role"):  # both ask the network
+        resolver.remove(provider)
+    try:
+        return resolver.load_credentials() is not None
+    except Exception:  # noqa: BLE001 - a broken profile: the server fails the same way, and says so
+        return True
 
 
 def _remove_leftovers(state_dir: Path, url: str) -> int:

@@ -30,9 +30,11 @@ from typing import Any
 from emulator.config import ServerConfig
 from emulator.errors import ValidationFailed
 from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
+from emulator.hosting.async_inference.s3_stream import AsyncS3
+from emulator.hosting.async_inference.transfer import ContainerCaller
 from emulator.hosting.async_inference.worker import AsyncEndpoint, AsyncMetrics
 from emulator.hosting.executors import Executors
-from emulator.hosting.fleet.invoker import FaultContext, Invoker
+from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.variants import EndpointFleet, Instance
 from emulator.hosting.state_files import write_atomically
 from emulator.model import messages
@@ -51,14 +53,6 @@ DEFAULT_REQUEST_TTL_S = 21600
 SAMPLES_PER_PERIOD = 6
 
 
-def _split(url: str) -> tuple[str, str]:
-    """The bucket and key of an S3 URL (s3:// or https://, checked where the URL came in)."""
-    location = s3_location(url)
-    if location is None:
-        raise ValueError(f"not an S3 object URL: {url}")
-    return location
-
-
 class AsyncInferenceHost:
     def __init__(
         self,
@@ -73,13 +67,12 @@ class AsyncInferenceHost:
         self._sns: Any = None
         self._account = account
         self._executors = executors
-        self._factory = s3_client_factory or self._default_factory
-        self._client: Any = None
+        self._s3 = AsyncS3(s3_client_factory or self._default_factory, executors.async_io)
         self._endpoints: dict[str, AsyncEndpoint] = {}
         #: where the workers' metrics go (app.py: the metric store)
         self.metrics = AsyncMetrics()
         self._sampler: asyncio.Task[None] | None = None
-        self._invoker = Invoker(ASYNC_MAX_RESPONSE_BYTES, float(DEFAULT_INVOCATION_TIMEOUT_S))
+        self._invoker = ContainerCaller(ASYNC_MAX_RESPONSE_BYTES)
         #: instances smlocal is stopping: a request whose call breaks there is not failed
         self._retired: weakref.WeakSet[Instance] = weakref.WeakSet()
 
@@ -206,13 +199,14 @@ class AsyncInferenceHost:
             fleet,
             self._invoker,
             FaultContext(self._account, name),
-            self._get,
-            self._put,
+            self._s3.open_input,
+            self._s3.put,
             platform_log,
             self._publish,
             self._config.region,
             self.metrics,
             self._config.time_scale,
+            open_output=self._s3.open_output,
         )
         endpoint.retired = self._retired
         endpoint.draining = drain
@@ -286,25 +280,7 @@ class AsyncInferenceHost:
         endpoint.submit(request, inline_body)
         return request
 
-    # ------------------------------------------------------------------ S3, on the model data pool
-
-    def _s3(self) -> Any:
-        if self._client is None:
-            self._client = self._factory()
-        return self._client
-
-    async def _get(self, url: str) -> bytes:
-        bucket, key = _split(url)
-
-        def read() -> bytes:
-            body = self._s3().get_object(Bucket=bucket, Key=key)["Body"]
-            try:
-                data: bytes = body.read()
-            finally:
-                body.close()
-            return data
-
-        return await self._executors.model_data(read)
+    # ------------------------------------------------------------------ SNS, on the async I/O pool
 
     async def _publish(self, topic: str, text: str) -> None:
         def publish() -> None:
@@ -312,11 +288,4 @@ class AsyncInferenceHost:
                 self._sns = self._sns_factory()
             self._sns.publish(TopicArn=topic, Message=text)
 
-        await self._executors.model_data(publish)
-
-    async def _put(self, url: str, data: bytes, content_type: str | None) -> None:
-        bucket, key = _split(url)
-        extra = {"ContentType": content_type} if content_type else {}
-        await self._executors.model_data(
-            lambda: self._s3().put_object(Bucket=bucket, Key=key, Body=data, **extra)
-        )
+        await self._executors.async_io(publish)

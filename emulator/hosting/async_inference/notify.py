@@ -1,5 +1,5 @@
 """Asynchronous inference's SNS notifications: the success and error messages SageMaker publishes
-(spec §8), built here and published through boto3's SNS client on the model data pool.
+(spec §8), built here and published through boto3's SNS client on the async I/O pool.
 
 A publish that fails is counted (NotificationFailures) and logged; the result in S3 stands.
 `IncludeInferenceResponseIn` adds the model's answer to the message when it fits [U: SageMaker's

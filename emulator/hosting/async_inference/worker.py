@@ -2,11 +2,13 @@
 
 A request is started when an instance has fewer than MaxConcurrentInvocationsPerInstance requests
 in flight (the least busy instance of any variant [U]); none is started while the endpoint has no
-instance (a scaled-to-zero variant: requests wait). For each: the input is read from S3, POSTed to
-the container's /invocations with the request's Content-Type, Accept and custom attributes within
-its InvocationTimeoutSeconds, and a 2xx answer is written to its OutputLocation (the container's
-Content-Type kept); a non-2xx answer, a timeout, an unreachable container or an unreadable input
-writes the reason to its FailureLocation. A request that waited past its RequestTTLSeconds is
+instance (a scaled-to-zero variant: requests wait). For each: the input is streamed from S3 into
+a POST to the container's /invocations with the request's Content-Type, Accept and custom
+attributes within its InvocationTimeoutSeconds, and a 2xx answer is streamed into its OutputLocation
+(the container's Content-Type kept; transfer.py, s3_stream.py); a non-2xx answer, a timeout, an
+unreachable container or an unreadable input writes the reason to its FailureLocation. A request
+whose output or failure cannot be written is still accounted for: the ErrorTopic notification, the
+metrics and the `_smlocal` log say so. A request that waited past its RequestTTLSeconds is
 dropped when its turn comes, and counted.
 
 smlocal retiring an instance (a scale-in, an update's old fleet, a graceful stop) is not the
@@ -33,7 +35,9 @@ from multidict import CIMultiDict
 from emulator.errors import ModelErrorResponse, ModelFault
 from emulator.hosting.async_inference import notify
 from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
-from emulator.hosting.fleet.invoker import FaultContext, Invoker
+from emulator.hosting.async_inference.s3_stream import BytesInput, InputSource, S3Failure, S3Output
+from emulator.hosting.async_inference.transfer import ContainerCaller
+from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.variants import EndpointFleet, Instance
 from emulator.model import messages
 from emulator.model.resources import AsyncInference
@@ -56,9 +60,11 @@ class Interrupted(Exception):
     its container (the connection refused): it waits again. The text says which."""
 
 
-#: S3 access through the model data layer's clients: get(url) -> bytes, put(url, data, content_type)
-Get = Callable[[str], Awaitable[bytes]]
+#: S3 access (s3_stream.AsyncS3): get(url) -> the input opened, put(url, data, content_type),
+#: open_output(url, content_type) -> a writer
+Get = Callable[[str], Awaitable[InputSource]]
 Put = Callable[[str, bytes, str | None], Awaitable[None]]
+OpenOutput = Callable[[str, str | None], S3Output]
 #: SNS: publish(topic ARN, message text)
 Publish = Callable[[str, str], Awaitable[None]]
 
@@ -108,7 +114,7 @@ class AsyncEndpoint:
         settings: AsyncInference,
         queue: RequestQueue,
         fleet: Callable[[], EndpointFleet | None],
-        invoker: Invoker,
+        invoker: ContainerCaller,
         context: FaultContext,
         get: Get,
         put: Put,
@@ -117,8 +123,10 @@ class AsyncEndpoint:
         region: str = "us-east-1",
         metrics: AsyncMetrics | None = None,
         time_scale: float = 1.0,
+        open_output: OpenOutput | None = None,
     ) -> None:
         self.name = name
+        self._open_output = open_output
         #: `smlocal serve --time-scale`: RequestTTLSeconds is policy time, as the autoscaling it races
         self._time_scale = time_scale
         self.metrics = metrics or AsyncMetrics()
@@ -280,20 +288,30 @@ class AsyncEndpoint:
     async def _handle(self, request: AsyncRequest, instance: Instance) -> None:
         variant = instance.variant_name
         began = time.perf_counter()
+        source: InputSource
         try:
             if request.inline_input is not None:
-                body = await asyncio.to_thread(self.queue.inline_body, request)
+                source = BytesInput(await asyncio.to_thread(self.queue.inline_body, request))
             else:
-                body = await self._get(request.input_location)
+                source = await self._get(request.input_location)
         except Exception as exc:  # noqa: BLE001 - the S3 client's errors: the request's failure
-            self.counters.download_failures += 1
-            self.metrics.record(self.name, variant, "RequestDownloadFailures", 1.0)
-            detail = f"{type(exc).__name__}: {exc}"
-            await self._fail(
-                request, variant, messages.async_input_unreadable(request.input_location, detail)
-            )
+            await self._download_failed(request, variant, exc)
             return
         self.metrics.record(self.name, variant, "RequestDownloadLatency", (time.perf_counter() - began) * 1e6)
+        try:
+            await self._call(request, instance, source)
+        finally:
+            await source.close()
+
+    async def _download_failed(self, request: AsyncRequest, variant: str, exc: Exception) -> None:
+        self.counters.download_failures += 1
+        self.metrics.record(self.name, variant, "RequestDownloadFailures", 1.0)
+        detail = str(exc) if isinstance(exc, S3Failure) else f"{type(exc).__name__}: {exc}"
+        await self._fail(request, variant, messages.async_input_unreadable(request.input_location, detail))
+
+    async def _call(self, request: AsyncRequest, instance: Instance, source: InputSource) -> None:
+        """The container call, its answer streamed to the output, then the success notification."""
+        variant = instance.variant_name
         headers: CIMultiDict[str] = CIMultiDict()
         for name, value in (
             ("Content-Type", request.content_type),
@@ -303,10 +321,17 @@ class AsyncEndpoint:
         ):
             if value is not None:
                 headers[name] = value
+        assert self._open_output is not None, "AsyncEndpoint needs open_output to write answers"
+        open_output = self._open_output
         called = time.perf_counter()
         try:
-            reply = await self._invoker.invoke(
-                instance.invocations_url, body, headers, self._context, timeout_s=float(request.timeout_s)
+            reply = await self._invoker.call(
+                instance.invocations_url,
+                source,
+                headers,
+                self._context,
+                float(request.timeout_s),
+                lambda content_type: open_output(request.output_location, content_type),
             )
         except ModelFault as fault:
             if instance in self.retired:  # smlocal stopped the container, not the model's doing
@@ -326,21 +351,20 @@ class AsyncEndpoint:
             self.metrics.invocation(self.name, variant, fault.original_status, fault.model_latency_s, elapsed)
             await self._fail(request, variant, str(fault))
             return
-        self.metrics.invocation(
-            self.name, variant, reply.status, reply.elapsed_s, time.perf_counter() - called
-        )
-        uploading = time.perf_counter()
-        try:
-            await self._put(request.output_location, reply.body, reply.content_type)
-        except Exception as exc:  # noqa: BLE001 - the S3 client's errors
+        except S3Failure as failure:
+            if source.error is failure:  # the input broke on its way to the container
+                await self._download_failed(request, variant, failure)
+                return
             self.counters.upload_failures += 1
             self.metrics.record(self.name, variant, "ResponseUploadFailures", 1.0)
             await self._fail(
-                request, variant, f"Failed to upload the output to {request.output_location}: {exc}"
+                request, variant, messages.async_output_unwritable(request.output_location, str(failure))
             )
             return
+        total_s = time.perf_counter() - called
+        self.metrics.invocation(self.name, variant, reply.status, reply.elapsed_s, total_s)
         self.metrics.record(
-            self.name, variant, "ResponseUploadLatency", (time.perf_counter() - uploading) * 1e6
+            self.name, variant, "ResponseUploadLatency", max(0.0, total_s - reply.elapsed_s) * 1e6
         )
         self.counters.processed += 1
         self.metrics.record(self.name, variant, "InvocationsProcesssed", 1.0)
@@ -362,10 +386,13 @@ class AsyncEndpoint:
         self._platform_log(f"inference {request.inference_id} failed: {reason}")
         try:
             await self._put(request.failure_location, reason.encode(), "text/plain")
-        except Exception:  # noqa: BLE001 - nowhere left to write it: the platform log has it
-            log.exception(
-                "could not write the failure of %s to %s", request.inference_id, request.failure_location
-            )
+        except Exception as exc:  # noqa: BLE001 - nowhere left to write it: counted, logged, notified
+            self.counters.upload_failures += 1
+            self.metrics.record(self.name, variant, "ResponseUploadFailures", 1.0)
+            detail = str(exc) if isinstance(exc, S3Failure) else f"{type(exc).__name__}: {exc}"
+            line = messages.async_failure_unwritable(request.inference_id, request.failure_location, detail)
+            self._platform_log(line)
+            log.warning("%s: %s", self.name, line)
         document = notify.message(request, self.name, self._region, time.time(), failure_reason=reason)
         await self._notify(self.settings.error_topic, document, variant)
 

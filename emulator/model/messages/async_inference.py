@@ -11,6 +11,9 @@ __all__ = [
     "endpoint_not_async",
     "async_request_expired",
     "async_input_unreadable",
+    "async_output_unwritable",
+    "RESULT_NOT_WRITTEN",
+    "async_failure_unwritable",
     "async_model_failure",
     "async_input_exactly_one",
     "async_input_not_s3",
@@ -46,6 +49,23 @@ def async_request_expired(inference_id: str, ttl_s: int) -> str:  # [U]
 
 def async_input_unreadable(location: str, detail: str) -> str:  # [U]
     return f"Failed to download the input {location}: {detail}"
+
+
+def async_output_unwritable(location: str, detail: str) -> str:  # [U]
+    return f"Failed to upload the output to {location}: {detail}"
+
+
+#: What every `_smlocal` line about a result that could not be written to S3 starts with (the pytest
+#: fixtures' failure report picks these lines out: contract_tests/pytest_fixtures/__init__.py).
+RESULT_NOT_WRITTEN = "NOT WRITTEN TO S3:"
+
+
+def async_failure_unwritable(inference_id: str, location: str, detail: str) -> str:  # [U]
+    return (
+        f"{RESULT_NOT_WRITTEN} inference {inference_id} failed and its failure could not be written to "
+        f"{location} either ({detail}): nothing will appear in S3 for it; check the server's S3 "
+        "endpoint and credentials"
+    )
 
 
 def async_model_failure(status: int) -> str:  # [O] AWS sample code's failureReason
