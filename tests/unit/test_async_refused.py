@@ -15,8 +15,10 @@ import pytest
 from aiohttp import web
 
 from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
+from emulator.hosting.async_inference.s3_stream import BytesInput
+from emulator.hosting.async_inference.transfer import ContainerCaller
 from emulator.hosting.async_inference.worker import AsyncEndpoint
-from emulator.hosting.fleet.invoker import FaultContext, Invoker
+from emulator.hosting.fleet.invoker import FaultContext
 from emulator.model.arns import Account
 from emulator.model.resources import AsyncInference
 
@@ -69,17 +71,35 @@ async def test_a_refused_request_waits_again_and_runs_on_another_instance(
     written: dict[str, bytes] = {}
     lines: list[str] = []
 
-    async def get(url: str) -> bytes:
-        return b'{"id": "a"}'
+    async def get(url: str) -> BytesInput:
+        return BytesInput(b'{"id": "a"}')
 
     async def put(url: str, data: bytes, content_type: str | None) -> None:
         written[url] = data
 
-    invoker = Invoker(1024, 5.0)
+    class _Output:
+        """An answer written whole at its finish (S3Output's interface, in memory)."""
+
+        def __init__(self, url: str) -> None:
+            self.url, self.size, self._pieces = url, 0, bytearray()
+
+        async def write(self, data: bytes) -> None:
+            self._pieces += data
+            self.size += len(data)
+
+        async def finish(self) -> bytes | None:
+            written[self.url] = bytes(self._pieces)
+            return None
+
+        async def abort(self) -> None:
+            pass
+
+    invoker = ContainerCaller(1024)
     await invoker.start()
     worker = AsyncEndpoint(
         "e", AsyncInference("s3://b/out"), RequestQueue(tmp_path / "queue.json"), lambda: fleet,  # type: ignore[arg-type,return-value]
         invoker, FaultContext(Account("us-east-1", "123456789012"), "e"), get, put, lines.append,
+        open_output=lambda url, content_type: _Output(url),  # type: ignore[arg-type,return-value]
     )  # fmt: skip
     worker.queue.put(
         AsyncRequest("a", "s3://b/in", "s3://b/out/a.out", "s3://b/err/a-error.out", time.time(), 60, 900)
