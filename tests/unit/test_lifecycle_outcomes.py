@@ -119,3 +119,27 @@ def test_queued_is_not_a_bad_outcome_and_the_bad_ones_are_kept_with_their_reason
     )
     assert tally.row()["queued"] == 1 and tally.row()["lost"] == 1
     assert set(tally.bad()) == {"lost"}
+
+
+def test_a_stream_broken_mid_answer_is_a_connection_error_and_anything_else_a_failure() -> None:
+    """A streamed answer whose connection broke (smlocal killed mid-stream) raised out of the load's
+    worker thread, which died and left its request "never returned" (lost) in CI; now every
+    exception of a call is a result."""
+    from urllib3.exceptions import ProtocolError
+
+    from tests.fixtures.lifecycle.load import call
+
+    def broken(rt: object, request_id: str) -> str:
+        raise ProtocolError("Connection broken: IncompleteRead(0 bytes read)")
+
+    def odd(rt: object, request_id: str) -> str:
+        raise ValueError("an event stream that made no sense")
+
+    result = call(None, broken, "r0-0")
+    assert result.kind == "connect"
+    assert classify(result, Expected(server_down=True))[0] == "refused"
+    assert classify(result, Expected())[0] == "failed"
+    assert classify(call(None, odd, "r0-1"), Expected(server_down=True)) == (
+        "failed",
+        "ValueError (0): an event stream that made no sense",
+    )

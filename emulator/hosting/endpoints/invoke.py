@@ -89,7 +89,9 @@ class Invocations(ServiceBase):
             elif target_model is not None:
                 reply = await self._call_model(endpoint_name, variant, body, headers, target_model)
             else:
-                reply = await self._call(endpoint_name, variant, body, headers, target_container)
+                reply, variant = await self._call_routed(
+                    endpoint_name, variant, body, headers, target_variant, target_container
+                )
         except ModelFault as fault:
             fault.variant_name = variant.variant.variant_name
             raise
@@ -205,6 +207,30 @@ class Invocations(ServiceBase):
 
         reply, _ = await self._on_instance(endpoint_name, variant, call)
         return reply
+
+    async def _call_routed(
+        self,
+        endpoint_name: str,
+        variant: VariantFleet,
+        body: bytes,
+        headers: CIMultiDict[str],
+        target_variant: str | None,
+        target_container: str | None,
+    ) -> tuple[ContainerReply, VariantFleet]:
+        """`_call` on the variant chosen by weight; when that variant's every instance went out of
+        rotation before the request reached one (refused: a killed container whose exit is not yet
+        seen), the request goes once to the variant the endpoint routes to now, as the choice by
+        weight does for a variant with no instance in rotation (EndpointFleet.choose) [U]. A
+        TargetVariant request stays with its variant."""
+        try:
+            return await self._call(endpoint_name, variant, body, headers, target_container), variant
+        except NoInstanceInRotation:
+            if target_variant is not None:
+                raise
+            other = await self._variant(endpoint_name, None, target_container)
+            if other is variant or not other.instances:
+                raise
+            return await self._call(endpoint_name, other, body, headers, target_container), other
 
     async def _on_instance(
         self,
