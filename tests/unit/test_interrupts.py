@@ -47,7 +47,19 @@ def test_release_without_hold_changes_nothing(recorded: list[int]) -> None:
     assert recorded == [] and not set(HANDLED_SIGNALS) & signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
 
-def test_ctrl_c_during_a_deferred_step_comes_after_it_whole() -> None:
+@pytest.fixture
+def python_ctrl_c() -> Iterator[None]:
+    """SIGINT handled as an interactive Python handles it (KeyboardInterrupt) for the test. A process
+    started in the background by a non-interactive shell (CI's `.ci/run`) inherits an ignored SIGINT,
+    and Python then installs no handler: this test got no KeyboardInterrupt there."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_during_a_deferred_step_comes_after_it_whole(python_ctrl_c: None) -> None:
     # Each signal here goes to this thread (pthread_kill): a process-wide one may be taken by another
     # thread of pytest's process that does not block it (see the first test).
     steps: list[str] = []
@@ -58,6 +70,20 @@ def test_ctrl_c_during_a_deferred_step_comes_after_it_whole() -> None:
             steps.append("owned")
     assert steps == ["created", "owned"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_ignored_ctrl_c_stays_ignored_after_a_deferred_step() -> None:
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        steps: list[str] = []
+        with deferred():
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+            steps.append("created")
+        steps.append("went on")  # no KeyboardInterrupt, and not the default action (the process ends)
+        assert steps == ["created", "went on"]
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_sigterm_during_a_deferred_step_goes_to_the_handler_that_was_there(recorded: list[int]) -> None:
