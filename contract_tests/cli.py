@@ -363,7 +363,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     (emulator.interrupts) is released once both are handled: it ends the run the same way."""
     from rich.console import Console
 
-    from emulator.interrupts import EXIT_INTERRUPTED, release_signals
+    from emulator.interrupts import EXIT_INTERRUPTED, interrupt_handled, release_signals
 
     err = Console(stderr=True, soft_wrap=True)
     try:
@@ -371,6 +371,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
             release_signals()
             return _run(args, console)
     except KeyboardInterrupt:  # run_checks, or the Target, removed the containers on the way out
+        interrupt_handled()
         err.print("smlocal check: interrupted")
         return EXIT_INTERRUPTED
 

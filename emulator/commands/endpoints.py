@@ -17,6 +17,7 @@ from typing import Any
 from emulator.admin_client import admin_request, admin_stream, error_message
 from emulator.commands.client import endpoint_url, sagemaker_clients
 from emulator.errors import SmlocalError
+from emulator.interrupts import interrupt_handled
 
 
 def _default_name(image: str) -> str:
@@ -191,7 +192,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
                 for chunk in stream.iter_text():
                     sys.stdout.write(chunk)
                     sys.stdout.flush()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C ends a follow: exit 0
+            interrupt_handled()
             return 0
         return 0
     resp = admin_request(base, "GET", path, params=params)

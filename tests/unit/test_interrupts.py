@@ -3,14 +3,21 @@ one that comes during a deferred step is handled right after it, by the handler 
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 import pytest
 
 from emulator.interrupts import HANDLED_SIGNALS, deferred, hold_signals, release_signals
+from tests.fixtures.signals import default_sigint
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -147,3 +154,38 @@ def test_main_leaves_them_to_check_which_releases_them_once_its_handlers_are_in(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert _blocked_during(monkeypatch, "cmd_check", ["check", "img:1"]) == set(HANDLED_SIGNALS)
+
+
+PROGRAM = """
+import sys
+from emulator.interrupts import interrupt_handled
+try:
+    # as a Ctrl-C during an import lands in a method that dataclasses builds with exec()
+    exec("import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(10_000): pass")
+except KeyboardInterrupt:
+    if sys.argv[1] == "handled":
+        interrupt_handled()
+    print("interrupted")
+sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize("handled", [True, False], ids=["handled", "not-told"])
+def test_a_caught_ctrl_c_from_exec_code_exits_with_the_programs_status(tmp_path: Path, handled: bool) -> None:
+    """`python -m` (how the tests start `smlocal check`): a KeyboardInterrupt caught after it came out
+    of exec'd code still ended the process by SIGINT (-2), not with its 130; interrupt_handled() is
+    what makes it 130. (CPython's mark, not the program's: if a Python release drops it, "not-told"
+    exits 130 too and this test says so.)"""
+    (tmp_path / "interrupted_run.py").write_text(PROGRAM)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "interrupted_run", "handled" if handled else "not-told"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        preexec_fn=default_sigint,
+    )
+    assert done.stdout == "interrupted\n", done.stderr
+    assert done.returncode == (130 if handled else -signal.SIGINT), done.stderr
