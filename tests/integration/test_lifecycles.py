@@ -5,7 +5,8 @@ One `smlocal serve` process per kind serves one endpoint through the kind's even
 endpoint carries over from one event to the next; DeleteModel/DeleteEndpointConfig comes last). Each
 event runs with a few seconds of load around it; every request must end ok, failed as SageMaker
 would fail it, or refused while smlocal itself was down (the client knows) - never failed where
-SageMaker would have served, crossed, or lost. bench/lifecycles.py runs the same with more load.
+SageMaker would have served, crossed, or lost. bench/lifecycles.py runs the same with more load
+and prints the table.
 """
 
 from __future__ import annotations
@@ -31,16 +32,8 @@ from tests.fixtures.s3server import make_s3_client
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-#: the events each kind goes through here (all of them in bench/lifecycles.py); single goes through all
-QUICK = ("instance-killed", "serve-sigkill", "delete-definitions")
-#: and more for a kind: async's queue must survive a graceful stop too (its own finding, issue 23)
-MORE = {"async": ("serve-sigterm",)}
-CASES = [
-    (kind, event)
-    for kind in KINDS
-    for event in EVENTS
-    if applies(KINDS[kind], event) and (kind == "single" or event in QUICK or event in MORE.get(kind, ()))
-]
+#: every kind through every event that applies to it (serverless has no instances to scale or roll)
+CASES = [(kind, event) for kind in KINDS for event in EVENTS if applies(KINDS[kind], event)]
 
 
 @pytest.fixture(scope="module")
