@@ -9,9 +9,10 @@ What SageMaker does (hosting contract §3), and so what this does:
 - the model data (a local model.tar.gz, a local folder, `file://` or `s3://`, fetched and extracted
   by emulator.model_data as the emulator does) bind-mounted read-only at /opt/ml/model;
 - port 8080 published on 127.0.0.1 only, on a port the engine chooses (`.url`);
-- the environment you give (`environment=`, `with_env`), nothing else: SageMaker sets no variable of
-  its own for a single-container model (SAGEMAKER_MULTI_MODEL=true for a multi-model one, whose
-  `models_dir` is mounted read-only at /opt/ml/models);
+- the environment you give (`environment=`, `with_env`) and what SageMaker sets in a single-container
+  endpoint's container: SAGEMAKER_SAFE_PORT_RANGE=21000-21999 (SAGEMAKER_MULTI_MODEL=true too for a
+  multi-model one, whose `models_dir` is mounted read-only at /opt/ml/models); the hostname
+  model.aws.local (both emulator.model.platform_env's, as the emulator's);
 - ready when GET /ping answers HTTP 200, 2 s per ping, within the startup limit (PingWaitStrategy);
 - `stop()`: SIGTERM, then SIGKILL after the grace period (30 s), then the container is removed.
 
@@ -46,6 +47,7 @@ from contract_tests.container_wait import PingWaitStrategy, published_port
 from contract_tests.http_client import container_client
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
+from emulator.model import platform_env
 from emulator.model.resources import ModelDataSource
 from emulator.process_owner import check_labels
 from emulator.runtime import labels as smlocal_labels
@@ -139,7 +141,7 @@ class SageMakerContainer(DockerContainer):
 
     def spec(self, image_id: str) -> ContainerSpec:
         """The ContainerSpec this container starts from (model data already fetched into model_dir)."""
-        env = dict(self.env)
+        env = {**self.env, **platform_env.single_container_environment()}
         if self.models_dir is not None:
             env["SAGEMAKER_MULTI_MODEL"] = "true"  # the platform's value wins, as the emulator's
         args: tuple[str, ...] = ("serve",)
@@ -160,6 +162,7 @@ class SageMakerContainer(DockerContainer):
             models_dir=self.models_dir,
             container_port=self.container_port,
             host_ip=self.host_ip,
+            hostname=platform_env.HOSTNAME,
             extra_ports=tuple(p for p in self._exposed_ports() if p != self.container_port),
             tmpfs=dict(self.tmpfs),
             memory_limit_bytes=self.memory_limit_bytes,

@@ -29,6 +29,7 @@ from contract_tests.result import CheckSkipped
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
 from emulator.interrupts import deferred
+from emulator.model import platform_env
 from emulator.model.resources import ModelDataSource
 from emulator.process_owner import check_labels, remove_orphaned_checks
 from emulator.runtime import labels
@@ -374,7 +375,15 @@ class Target:
             image=self.image.id,
             name=f"smlocal-check-{self._run_id}-{n}",
             labels={labels.MANAGED: "true", labels.ROLE: "check", **check_labels()},
-            environment={**self.config.environment, **(environment or {}), **self._no_gpu()},
+            # the platform's variables and hostname, as a single-container endpoint's (a check that
+            # starts it as a multi-container one passes those in `environment`)
+            environment={
+                **self.config.environment,
+                **platform_env.single_container_environment(),
+                **(environment or {}),
+                **self._no_gpu(),
+            },
+            hostname=platform_env.HOSTNAME,
             model_dir=model_dir or self.model_dir,
             model_dir_writable=model_dir_writable,
             container_port=container_port or self.config.container_port,

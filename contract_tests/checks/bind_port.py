@@ -32,14 +32,18 @@ from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
 from emulator.errors import EngineError
+from emulator.model import platform_env
 from emulator.model.containers import ACCEPT_BIND_TO_PORT_LABEL
 from emulator.model.messages import missing_bind_to_port_label
 
-#: The port the check asks for, other than 8080 and clear of ports servers commonly open besides
-#: (TorchServe's 8081/8082, uvicorn's 8000, TF Serving's 8500/8501, Flask's 5000).
-BIND_PORT = 9081
+#: The ports the emulator tells the first container of a multi-container instance (platform_env):
+#: other than 8080 and clear of ports servers commonly open besides (TorchServe's 8081/8082,
+#: uvicorn's 8000, TF Serving's 8500/8501, Flask's 5000).
+_FIRST = platform_env.multi_container_ports(0)
+#: The port the check asks for (SAGEMAKER_BIND_TO_PORT).
+BIND_PORT = _FIRST.bind_port
 #: SAGEMAKER_SAFE_PORT_RANGE as the platform sets it with SAGEMAKER_BIND_TO_PORT: "XXXX-YYYY" inclusive.
-SAFE_PORT_RANGE = "9100-9199"
+SAFE_PORT_RANGE = _FIRST.safe_port_range
 #: Once 8080 answered, how long the bind port may take to answer too (then: "listens on both"; a
 #: server's start can take seconds on a loaded machine).
 BOTH_PORTS_GRACE_S = 5.0

@@ -167,7 +167,7 @@ def test_deploy_and_invoke_a_multi_container_endpoint(
         ).stdout.strip()
         for name in ("a", "b")
     }
-    assert ports == {"a": "8080", "b": "8081"}
+    assert ports == {"a": "9081", "b": "9082"}
     missing = smlocal("invoke", "CliDirect", "--body", "x", url=url, check=False)
     assert missing.returncode == 1 and "TargetContainerHostname" in missing.stderr
 

@@ -5,7 +5,7 @@ network; the bind-to-port label; health at create and while serving; restart ado
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +92,9 @@ def test_each_container_runs_as_sagemaker_starts_it(
         models.sort(key=lambda c: c.labels[labels.CONTAINER_HOSTNAME])
         assert [c.labels[labels.CONTAINER_HOSTNAME] for c in models] == ["container-1", "container-2"]
         seen = []
+        # no container is told 8080 (it is the port to listen on *instead of* 8080)
         for c, who, port, safe in zip(
-            models, ("first", "second"), (8080, 8081), ("9000-9099", "9100-9199"), strict=True
+            models, ("first", "second"), (9081, 9082), ("9100-9199", "9200-9299"), strict=True
         ):
             env = dict(e.split("=", 1) for e in c.attrs["Config"]["Env"])
             assert (env["WHO"], env["SAGEMAKER_BIND_TO_PORT"], env["SAGEMAKER_SAFE_PORT_RANGE"]) == (
@@ -110,13 +111,19 @@ def test_each_container_runs_as_sagemaker_starts_it(
             (binding,) = net.attrs["NetworkSettings"]["Ports"][f"{port}/tcp"]
             assert binding["HostIp"] == "127.0.0.1"
             assert httpx.get(f"http://127.0.0.1:{binding['HostPort']}/ping").status_code == 200
+            # the instance's hostname, shared (Docker gives a joining container its namespace's)
+            assert c.attrs["Config"]["Hostname"] == "model.aws.local"
+            named = c.exec_run(
+                ["python3", "-c", "import socket, os; print(socket.gethostname(), os.environ['HOSTNAME'])"]
+            )
+            assert named.output.split() == [b"model.aws.local", b"model.aws.local"], named.output
         assert seen[0] != seen[1]  # each its own model data
         # inside the instance, the containers reach each other on localhost, by ContainerHostname too
         probe = models[0].exec_run(
             [
                 "python3",
                 "-c",
-                "import urllib.request as u; print(u.urlopen('http://container-2:8081/ping').status)",
+                "import urllib.request as u; print(u.urlopen('http://container-2:9082/ping').status)",
             ]
         )
         assert probe.output.strip() == b"200", probe.output
@@ -160,6 +167,28 @@ def test_a_failure_at_create_lists_every_failing_container(
         assert containers_of(engine, "mc-ping") == []
     finally:
         smlocal.cleanup("mc-ping")
+
+
+def test_a_container_that_ignores_its_bind_port_fails_the_endpoint(
+    smlocal: Smlocal, echo_bind_image: str, twin_image: Callable[[str], str], engine: docker.DockerClient
+) -> None:
+    """As container 1 too: an image labelled for multi-container use whose server listens on 8080
+    whatever SAGEMAKER_BIND_TO_PORT says (start.bind-to-port's twin) never passes its pings, since
+    no container is told 8080; the FailureReason names it, its port, and the server on 8080."""
+    hard_wired = twin_image("start.bind-to-port")
+    described = deploy_multi(smlocal, "mc-8080", [{"Image": hard_wired}, {"Image": echo_bind_image}])
+    try:
+        assert described["EndpointStatus"] == "Failed"
+        assert described["FailureReason"] == (
+            "The containers container-1 for production variant AllTraffic did not pass the ping health "
+            "check. Please check CloudWatch logs for this endpoint. The container container-1 was told "
+            "SAGEMAKER_BIND_TO_PORT=9081; nothing answered HTTP there. A server of the instance answers on "
+            "port 8080, which no container was told: a container of a multi-container model must listen "
+            "on the port in SAGEMAKER_BIND_TO_PORT instead of 8080."
+        )
+        assert containers_of(engine, "mc-8080") == []
+    finally:
+        smlocal.cleanup("mc-8080")
 
 
 def test_a_container_that_exits_at_start_is_named(
@@ -318,8 +347,8 @@ def test_logs_have_a_stream_per_container(smlocal: Smlocal, echo_bind_image: str
         streams = {line.split(" ", 1)[0] for line in lines} - {"_smlocal"}  # the platform's own stream
         instance = next(iter(streams)).split("/")[1]
         assert streams == {f"AllTraffic/{instance}/left", f"AllTraffic/{instance}/right"}
-        assert f"AllTraffic/{instance}/left echo: listening on 8080" in lines
-        assert f"AllTraffic/{instance}/right echo: listening on 8081" in lines
+        assert f"AllTraffic/{instance}/left echo: listening on 9081" in lines
+        assert f"AllTraffic/{instance}/right echo: listening on 9082" in lines
         followed: set[str] = set()
         with httpx.stream("GET", route, params={"follow": "1"}, timeout=10) as resp:
             for line in resp.iter_lines():  # the live containers only: no platform stream

@@ -324,7 +324,7 @@ def test_an_isolated_multi_container_instance_is_isolated_as_one(
         described = _deploy_pair(first, "IsolatedPair")
         assert described["EndpointStatus"] == "InService", described.get("FailureReason")
         assert first.sm.describe_model(ModelName="IsolatedPair")["EnableNetworkIsolation"] is True
-        for host, peer in (("a", ["b", 8081]), ("b", ["127.0.0.1", 8080])):
+        for host, peer in (("a", ["b", 9082]), ("b", ["127.0.0.1", 9081])):
             probe = _probe_container(first, "IsolatedPair", host, [gateway, *OUTSIDE, peer])
             for target, outcome in probe["connect"].items():
                 if target == f"{peer[0]}:{peer[1]}":
@@ -347,7 +347,8 @@ def test_an_isolated_multi_container_instance_is_isolated_as_one(
         filters={"label": f"{labels.ISOLATION_GROUP}={group}", "name": "fwd"}
     )
     published = forwarder.attrs["NetworkSettings"]["Ports"]
-    assert set(published) == {"8080/tcp", "8081/tcp"}
+    # each container's SAGEMAKER_BIND_TO_PORT, and 8080 (no container's: a failed start asks it)
+    assert set(published) == {"9081/tcp", "9082/tcp", "8080/tcp"}
     assert {b["HostIp"] for found in published.values() for b in found} == {"127.0.0.1"}
     ids = sorted(c.id for c in parts)
 

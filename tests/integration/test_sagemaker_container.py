@@ -79,8 +79,10 @@ def test_started_the_sagemaker_way(
         assert binding["HostIp"] == "127.0.0.1"
         assert model.url == f"http://127.0.0.1:{binding['HostPort']}"
         assert (model.get_container_host_ip(), model.get_exposed_port(8080)) == ("127.0.0.1", model.host_port)
-        # the environment given, and nothing SageMaker does not set for a single container
+        # the environment given, and what SageMaker sets for a single container (platform_env)
         assert model.invoke(b"", custom_attributes="env=MODEL_NAME").body == b"m1"
+        assert model.invoke(b"", custom_attributes="env=SAGEMAKER_SAFE_PORT_RANGE").body == b"21000-21999"
+        assert seen["Config"]["Hostname"] == "model.aws.local"
         assert model.invoke(b"", custom_attributes="env=EXTRA").body == b"yes"
         unset = model.invoke(b"", custom_attributes="env=SAGEMAKER_BIND_TO_PORT")
         assert (unset.status, unset.text()) == (404, "echo: env var SAGEMAKER_BIND_TO_PORT is not set")

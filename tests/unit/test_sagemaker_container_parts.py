@@ -66,7 +66,13 @@ def test_the_spec_is_sagemakers(tmp_path: Path) -> None:
     container.with_env("B", "2").with_exposed_ports(9000)
     built = container.spec("sha256:abc")
     assert built.args == ("serve",) and built.image == "sha256:abc"
-    assert built.environment == {"A": "1", "B": "2", "SAGEMAKER_MULTI_MODEL": "true"}
+    assert built.environment == {
+        "A": "1",
+        "B": "2",
+        "SAGEMAKER_SAFE_PORT_RANGE": "21000-21999",
+        "SAGEMAKER_MULTI_MODEL": "true",
+    }
+    assert built.hostname == "model.aws.local"
     assert built.models_dir == tmp_path and built.model_dir is None  # no model data: nothing mounted
     assert (built.container_port, built.host_ip, built.extra_ports) == (8080, "127.0.0.1", (9000,))
     assert built.labels[labels.ROLE] == ROLE and built.labels[labels.MANAGED] == "true"

@@ -15,9 +15,9 @@ from emulator.errors import DeploymentFailed, EngineError, ImageNotFound, ModelD
 from emulator.hosting.endpoints import persistence, rollout
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet.invoker import FaultContext
-from emulator.hosting.fleet.plan import FIRST_PORT, PlannedContainer, VariantPlan
+from emulator.hosting.fleet.plan import PlannedContainer, VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
-from emulator.model import messages
+from emulator.model import messages, platform_env
 from emulator.model.containers import ACCEPT_BIND_TO_PORT_LABEL, MULTI_MODELS_LABEL
 from emulator.model.resources import (
     ContainerDefinition,
@@ -76,7 +76,8 @@ class Deployments(ServiceBase):
             zip(model.all_containers, model.hostnames(), images, strict=True)
         ):
             model_dir = await self._model_dir(endpoint_name, variant, c)
-            planned.append(PlannedContainer(hostname, c, image, model_dir, FIRST_PORT + i))
+            ports = platform_env.multi_container_ports(i)
+            planned.append(PlannedContainer(hostname, c, image, model_dir, ports))
         network_image = await self._network_image()
         first = planned[0]
         return VariantPlan(

@@ -26,7 +26,7 @@ from emulator.hosting.fleet import logs, multi_container
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.startup import InstanceStartup
 from emulator.hosting.fleet.variants import Instance, InstanceContainer, VariantFleet, new_instance_id
-from emulator.model import serverless
+from emulator.model import platform_env, serverless
 from emulator.model.resources import DeployedImage, ProductionVariant
 from emulator.model.routing import InstancePicker
 from emulator.runtime import labels
@@ -95,6 +95,7 @@ class Deployer:
             model_dir=plan.model_dir,
             models_dir=self.models_dir(plan, instance_id, create=True),
             container_port=port,
+            hostname=platform_env.HOSTNAME,
             gpus=self._wants_gpu(plan.variant),
             network_isolation=plan.model.enable_network_isolation,
             **_serverless_limits(plan.variant),

@@ -3,10 +3,14 @@
 An instance is one network namespace shared by its containers: a small network container (the
 plain Python base image running a pause program, ROLE `instance-net`) owns it and publishes the
 port of every model container on 127.0.0.1 (one host port each); each model container joins it
-(`network_mode=container:<id>`), listens on its own SAGEMAKER_BIND_TO_PORT (8080, 8081, ...) and
-may use its own SAGEMAKER_SAFE_PORT_RANGE (9000-9099, 9100-9199, ...). Inside the instance the
-containers reach each other on localhost, and each ContainerHostname resolves to 127.0.0.1 (an
-/etc/hosts entry of the shared namespace). Every container of the instance carries the instance's
+(`network_mode=container:<id>`), listens on its own SAGEMAKER_BIND_TO_PORT (9081, 9082, ...) and
+may use its own SAGEMAKER_SAFE_PORT_RANGE (9100-9199, 9200-9299, ...; model/platform_env.py). No
+container is told 8080: the network container publishes 8080 as well, only so that a failed start
+can say that a server of the instance answers there (an image that ignores SAGEMAKER_BIND_TO_PORT).
+The containers share the network container's hostname (model.aws.local: Docker gives a container
+that joins a namespace that container's hostname); inside the instance they reach each other on
+localhost, and each ContainerHostname resolves to 127.0.0.1 (an /etc/hosts entry of the shared
+namespace). Every container of the instance carries the instance's
 labels and one spec digest, so a restart adopts an instance whole or not at all.
 """
 
@@ -16,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from emulator.hosting.fleet.plan import VariantPlan
+from emulator.model import platform_env
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerHandle, ContainerSpec
 
@@ -41,7 +46,8 @@ def network_spec(plan: VariantPlan, base_name: str, instance_labels: Mapping[str
         },
         args=("python3", "-c", PAUSE_PROGRAM),
         container_port=ports[0],
-        extra_ports=ports[1:],
+        extra_ports=(*ports[1:], platform_env.DEFAULT_PORT),
+        hostname=platform_env.HOSTNAME,
         # EnableNetworkIsolation: the instance is isolated as one (its containers join this network)
         network_isolation=plan.model.enable_network_isolation,
         extra_hosts={c.hostname: "127.0.0.1" for c in plan.containers},

@@ -5,7 +5,8 @@ added instance starts from the same plan), and its digest tells an adopted conta
 restart whether it was started from the same spec.
 
 A multi-container model's plan also holds one `PlannedContainer` per container, in order: its
-hostname, image, model data, and the ports it gets inside the instance's shared network.
+hostname, image, model data, and the ports it gets inside the instance's shared network. The ports,
+the platform's variables and the hostname every container runs under are emulator/model/platform_env.py's.
 """
 
 from __future__ import annotations
@@ -15,15 +16,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from emulator.model import platform_env
 from emulator.model.resources import ContainerDefinition, Model, ProductionVariant
 from emulator.runtime.base import ResolvedImage
-
-#: Inside a multi-container instance container i (from 0) listens on FIRST_PORT + i
-#: (SAGEMAKER_BIND_TO_PORT) and may open other ports in SAFE_PORTS_START + 100 i .. + 99
-#: (SAGEMAKER_SAFE_PORT_RANGE): distinct, since the containers share one network namespace.
-FIRST_PORT = 8080
-SAFE_PORTS_START = 9000
-SAFE_PORTS_PER_CONTAINER = 100
 
 
 @dataclass(frozen=True)
@@ -34,20 +29,16 @@ class PlannedContainer:
     definition: ContainerDefinition
     image: ResolvedImage
     model_dir: Path | None
-    port: int
+    ports: platform_env.ContainerPorts
 
     @property
-    def safe_port_range(self) -> str:
-        first = SAFE_PORTS_START + (self.port - FIRST_PORT) * SAFE_PORTS_PER_CONTAINER
-        return f"{first}-{first + SAFE_PORTS_PER_CONTAINER - 1}"
+    def port(self) -> int:
+        """SAGEMAKER_BIND_TO_PORT: where its server must listen (never 8080)."""
+        return self.ports.bind_port
 
     def environment(self) -> dict[str, str]:
         """The container's Environment, with the ports the platform sets (they win)."""
-        return {
-            **self.definition.environment,
-            "SAGEMAKER_BIND_TO_PORT": str(self.port),
-            "SAGEMAKER_SAFE_PORT_RANGE": self.safe_port_range,
-        }
+        return {**self.definition.environment, **self.ports.environment()}
 
 
 @dataclass(frozen=True)
@@ -68,10 +59,10 @@ class VariantPlan:
     def spec_digest(self, container_port: int) -> str:
         if self.containers:
             return self._instance_digest()
-        c = self.model.primary_container
         material = {
             "image": self.image.image_id,
-            "env": dict(sorted(c.environment.items())),
+            "env": dict(sorted(self.environment().items())),
+            "hostname": platform_env.HOSTNAME,
             "model_dir": str(self.model_dir) if self.model_dir else None,
             "port": container_port,
             "instance_type": self.variant.instance_type,
@@ -83,9 +74,10 @@ class VariantPlan:
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
 
     def environment(self) -> dict[str, str]:
-        """A single-container instance's environment: the model's, and SAGEMAKER_MULTI_MODEL=true for
-        a multi-model container (spec §5; the platform's value wins)."""
-        env = dict(self.model.primary_container.environment)
+        """A single-container instance's environment: the model's, SAGEMAKER_SAFE_PORT_RANGE
+        (platform_env), and SAGEMAKER_MULTI_MODEL=true for a multi-model container (spec §5); the
+        platform's values win."""
+        env = {**self.model.primary_container.environment, **platform_env.single_container_environment()}
         if self.model.multi_model:
             env["SAGEMAKER_MULTI_MODEL"] = "true"
         return env
@@ -104,6 +96,7 @@ class VariantPlan:
                 for c in self.containers
             ],
             "mode": self.model.inference_mode or "Serial",
+            "instance_hostname": platform_env.HOSTNAME,
             "instance_type": self.variant.instance_type,
         }
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]

@@ -20,12 +20,26 @@ class Outcome(enum.Enum):
     TIMED_OUT = "timed out"
 
 
+#: How an observation of a /ping that got an HTTP answer starts (any status).
+_ANSWERED = "/ping answered HTTP"
+
+
 @dataclass(frozen=True)
 class Readiness:
     outcome: Outcome
     elapsed_s: float
     attempts: int
     last_observation: str
+
+    @property
+    def http_answered(self) -> bool:
+        """Whether the last /ping that counted got an HTTP answer (of any status)."""
+        return answered(self.last_observation)
+
+
+def answered(observation: str | None) -> bool:
+    """Whether ping_once's result is an HTTP answer: None (200) or a status."""
+    return observation is None or observation.startswith(_ANSWERED)
 
 
 @dataclass(frozen=True)
@@ -43,7 +57,7 @@ async def ping_once(session: aiohttp.ClientSession, url: str, timeout_s: float) 
             url, timeout=aiohttp.ClientTimeout(total=timeout_s), allow_redirects=False
         ) as resp:
             await resp.read()
-            return None if resp.status == 200 else f"/ping answered HTTP {resp.status}"
+            return None if resp.status == 200 else f"{_ANSWERED} {resp.status}"
     except TimeoutError:
         return _no_answer(timeout_s)
     except aiohttp.ClientError as exc:
@@ -89,7 +103,7 @@ async def wait_until_healthy(
         exit_wait.cancel()
         result = attempt.result()
         if result is None:
-            return Readiness(Outcome.HEALTHY, time.monotonic() - started, attempts, "/ping answered HTTP 200")
+            return Readiness(Outcome.HEALTHY, time.monotonic() - started, attempts, f"{_ANSWERED} 200")
         if observation == _NO_ATTEMPT or not (
             _cut_short(attempt_timeout_s, policy) and result == _no_answer(attempt_timeout_s)
         ):

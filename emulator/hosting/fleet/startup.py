@@ -15,9 +15,9 @@ from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.plan import VariantPlan
-from emulator.hosting.fleet.readiness import Outcome, PingPolicy, wait_until_healthy
+from emulator.hosting.fleet.readiness import Outcome, PingPolicy, answered, ping_once, wait_until_healthy
 from emulator.hosting.fleet.variants import Instance
-from emulator.model import messages
+from emulator.model import messages, platform_env
 from emulator.runtime.base import ContainerRuntime
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,26 @@ class InstanceStartup:
                     f"{where}: {c.hostname}: no HTTP 200 from /ping within {policy.deadline_s:g} s "
                     f"({r.attempts} attempts); last: {r.last_observation}",
                 )
-        raise DeploymentFailed(messages.containers_failed_ping(variant, ", ".join(failing)))
+        silent = [
+            (c.hostname, p.port)
+            for c, p, r in zip(instance.containers, plan.containers, results, strict=True)
+            if r is not None and r.outcome is not Outcome.HEALTHY and not r.http_answered
+        ]
+        reason = messages.containers_failed_ping(variant, ", ".join(failing))
+        if silent:
+            reason += messages.silent_on_bind_port(silent, await self._default_port_answers(instance))
+        raise DeploymentFailed(_clip(reason))
+
+    async def _default_port_answers(self, instance: Instance) -> bool:
+        """Whether any HTTP server answers on 8080 inside the instance (no container was told it: the
+        network container publishes it for this question only)."""
+        network = instance.network
+        host_port = network.published_ports.get(platform_env.DEFAULT_PORT) if network else None
+        if not host_port:
+            return False
+        timeout_s = self._deployer.config.limits.ping_timeout_s
+        url = f"http://127.0.0.1:{host_port}/ping"
+        return answered(await ping_once(self._deployer.ping_session(), url, timeout_s))
 
 
 async def _no_port(instance: Instance) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "target_container_not_direct",
     "volume_size_not_supported",
     "pipeline_payload_too_large",
+    "silent_on_bind_port",
 ]
 
 
@@ -134,3 +135,19 @@ def pipeline_payload_too_large(
         f"Received response from {source} with status code {status}. However, the request payload from "
         f"{source} to {target} is {amount}, which has exceeded the maximum limit of 5 MB."
     )
+
+
+def silent_on_bind_port(told: list[tuple[str, int]], default_port_answers: bool) -> str:  # [U]
+    """Appended to containers_failed_ping: the containers that gave no HTTP answer on the port they
+    were told, and whether a server of the instance answers on 8080 instead (an image that ignores
+    SAGEMAKER_BIND_TO_PORT; issue 24 item 8)."""
+    text = "".join(
+        f" The container {hostname} was told SAGEMAKER_BIND_TO_PORT={port}; nothing answered HTTP there."
+        for hostname, port in told
+    )
+    if default_port_answers:
+        text += (
+            " A server of the instance answers on port 8080, which no container was told: a container of "
+            "a multi-container model must listen on the port in SAGEMAKER_BIND_TO_PORT instead of 8080."
+        )
+    return text
