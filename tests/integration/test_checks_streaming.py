@@ -20,7 +20,8 @@ import pytest
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
-from contract_tests.target import CheckConfig, Payload, Target
+from contract_tests.target import DEFAULT_STREAM_BODY, CheckConfig, Payload, Target
+from emulator.config import ContractLimits
 from tests.fixtures.twins import FAST_LIMITS, TWINS_DIR
 from tests.integration.test_check_cli import ROOT, assert_no_containers_left, smlocal_check
 
@@ -33,13 +34,17 @@ SCRIPT = '{"parts": 8, "interval_s": 0.1}'
 
 
 def run_streaming(
-    image: str, tmp_path: Path, body: str = SCRIPT, environment: dict[str, str] | None = None
+    image: str,
+    tmp_path: Path,
+    body: str = SCRIPT,
+    environment: dict[str, str] | None = None,
+    limits: ContractLimits = FAST_LIMITS,
 ) -> dict[str, CheckResult]:
     """The three streaming checks in order on one Target (one shared container), by id."""
     stream = Payload(body.encode(), "application/json", None, "--stream-body")
     config = CheckConfig(
         image=image,
-        limits=FAST_LIMITS,
+        limits=limits,
         cache_dir=tmp_path / "check",
         stream=stream,
         environment=environment or {},
@@ -88,6 +93,27 @@ def test_a_fast_continuous_stream_passes(streamer_image: str, tmp_path: Path) ->
     assert results["streaming.incremental"].message.startswith(
         "streamed: 5,000,000 bytes in 50000 chunk(s) arrived at "
     )
+
+
+def test_server_sent_events_from_fastapi_pass(streamer_twin_image: TwinImage, tmp_path: Path) -> None:
+    # An LLM server's token stream: text/event-stream, `data: {...}\n\n` per token, 30 ms apart, then
+    # `data: [DONE]\n\n` (twins/streaming.incremental.sse, a StreamingResponse under uvicorn), asked with
+    # the default stream body ({"inputs": ..., "parameters": {"max_new_tokens": 64}}: 12 tokens).
+    twin = streamer_twin_image("streaming.incremental.sse")
+    # uvicorn + FastAPI takes seconds to start on a loaded machine: more than FAST_LIMITS' 6 s
+    patient = FAST_LIMITS.replace(startup_timeout_s=30.0)
+    results = run_streaming(twin, tmp_path, body=DEFAULT_STREAM_BODY.decode(), limits=patient)
+    assert outcomes(results) == [Outcome.PASSED] * 3, [r.message for r in results.values()]
+    assert all(r.warnings == () for r in results.values())
+    # 13 events (12 tokens, then [DONE]), each its own chunk
+    incremental = results["streaming.incremental"].message
+    assert incremental.startswith("streamed: 882 bytes in 13 chunk(s) arrived at "), incremental
+    assert " distinct moment(s) (10 ms or more apart), the first body byte " in incremental
+    assert results["streaming.framing"].message == (
+        "valid chunked encoding: 13 chunk(s), 882 data bytes, the terminating zero-size chunk"
+    )
+    answer = results["streaming.incremental"].evidence["answer"]
+    assert answer["transfer_encoding"] == "chunked" and answer["complete"] is True
 
 
 def test_without_streaming_nothing_runs(streamer_image: str, tmp_path: Path) -> None:
