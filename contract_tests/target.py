@@ -351,6 +351,7 @@ class Target:
         model_dir: Path | None = None,
         *,
         model_dir_writable: bool = False,
+        model_dir_overlay: Path | None = None,
         container_port: int | None = None,
         extra_ports: tuple[int, ...] = (),
         models_dir: Path | None = None,
@@ -359,9 +360,11 @@ class Target:
         user: str | None = None,
     ) -> RunningContainer:
         """A new container of the image, as SageMaker starts one; removed by close(). Only the
-        model-dir.read-only probe mounts a model dir (its own copy) writable. `container_port` (default:
-        the configured one) is the handle's; `extra_ports` are published too (RunningContainer.url_of).
-        `models_dir`: a multi-model container's host folder, mounted read-only at /opt/ml/models.
+        model-dir.read-only probe mounts a model dir writable (under an overlay whose upper layer is
+        `model_dir_overlay`/upper, or its own copy where the engine cannot mount one). `container_port`
+        (default: the configured one) is the handle's; `extra_ports` are published too
+        (RunningContainer.url_of). `models_dir`: a multi-model container's host folder, mounted
+        read-only at /opt/ml/models.
         `read_only_root`, `tmpfs`, `user`: the serverless sandbox (serverless.writes-outside-tmp)."""
         if not self._swept:  # containers of runs killed before they could clean up (a CI timeout)
             self._swept = True
@@ -377,6 +380,7 @@ class Target:
             environment={**self.config.environment, **(environment or {}), **self._no_gpu()},
             model_dir=model_dir or self.model_dir,
             model_dir_writable=model_dir_writable,
+            model_dir_overlay=model_dir_overlay,
             container_port=container_port or self.config.container_port,
             extra_ports=extra_ports,
             models_dir=models_dir,
