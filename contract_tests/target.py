@@ -23,7 +23,14 @@ from typing import Any
 import httpx
 
 from contract_tests.http_client import container_client
-from contract_tests.multi_model import MmeArtifacts, MmeDataProblem, is_multi_model, prepare
+from contract_tests.multi_model import (
+    MmeArtifacts,
+    MmeDataProblem,
+    ModelDataPlan,
+    is_multi_model,
+    plan_model_data,
+    prepare,
+)
 from contract_tests.ping import ping_once
 from contract_tests.result import CheckSkipped
 from emulator.config import ContractLimits
@@ -97,6 +104,9 @@ DEFAULT_STREAM_SOURCE = "the default stream body"
 class CheckConfig:
     image: str
     model_data: str | None = None
+    #: `--multi-model-data`: the multi-model prefix of an image with the multi-models label, when it is not
+    #: --model-data (then --model-data is the single-model data only); see multi_model.plan_model_data.
+    multi_model_data: str | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
     #: The request body the invocation checks send (the container may answer it with any status).
     payload: bytes = b"{}"
@@ -302,13 +312,20 @@ class Target:
         return is_multi_model(self.image)
 
     @functools.cached_property
+    def data_plan(self) -> ModelDataPlan:
+        """Which model data the single-model and the multi-model containers get."""
+        config = self.config
+        return plan_model_data(config.model_data, config.multi_model_data, self.multi_model)
+
+    @functools.cached_property
     def mme_artifacts(self) -> MmeArtifacts | MmeDataProblem | None:
-        """A multi-model image's artifacts, extracted for /opt/ml/models (None: no --model-data)."""
-        if not self.config.model_data:
+        """A multi-model image's artifacts, extracted for /opt/ml/models (None: no multi-model data)."""
+        uri = self.data_plan.multi
+        if not uri:
             return None
         try:
             root = self.config.cache_dir / f"mme-models-{self._run_id}"  # this run's: removed by close()
-            return prepare(self.config.model_data, root, _s3_client)
+            return prepare(uri, root, _s3_client)
         except MmeDataProblem as exc:
             return exc
 
@@ -316,9 +333,16 @@ class Target:
     def model_data(self) -> Path | ModelDataProblem:
         """The model data fetched and extracted as the emulator does (CreateModel's existence check,
         then the endpoint's download and extraction), an empty folder when there is none, or why it
-        cannot be used. Evaluated once (the model-data check reports it). A multi-model image's
-        --model-data is its prefix (mme_artifacts): its /opt/ml/model is empty."""
-        if not self.config.model_data or self.multi_model:
+        cannot be used. Evaluated once (the model-data check reports it). A multi-model image given a
+        prefix only gets the prefix's first artifact, as extracted for /opt/ml/models (data_plan)."""
+        plan = self.data_plan
+        if plan.single_from_prefix:
+            got = self.mme_artifacts
+            if isinstance(got, MmeArtifacts):
+                return got.models[0].host_dir
+            assert got is not None  # single_from_prefix: there is a prefix
+            return ModelDataProblem("endpoint", got.message, got.message)
+        if not plan.single:
             empty = self.config.cache_dir / "empty-model"
             empty.mkdir(parents=True, exist_ok=True)
             return empty
@@ -326,7 +350,7 @@ class Target:
         from emulator.model_data.sources import ModelDataFailure
         from emulator.model_data.store import ArtifactStore
 
-        source = ModelDataSource(uri=self.config.model_data)
+        source = ModelDataSource(uri=plan.single)
         store = ArtifactStore(self.config.cache_dir / "artifacts", _s3_client)
         try:
             store.check_exists(source)
