@@ -384,3 +384,25 @@ def test_a_dual_image_takes_the_single_model_data_and_the_prefix_apart(
     (answer,) = results["invocations.serves"].evidence["answers"]
     assert '"answer": "gamma"' in answer["body"]
     assert results["mme.load"].message.startswith("loaded a.tar.gz, team/b.tar.gz from /opt/ml/models/")
+
+
+def test_smlocal_check_takes_the_single_model_data_and_the_prefix_apart(
+    dual_image: str, prefix: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "single"
+    folder.mkdir()
+    (folder / "answer.txt").write_text("gamma")
+    report = tmp_path / "report.json"
+    given = ["--model-data", str(folder), "--multi-model-data", str(prefix)]
+    run = smlocal_check(dual_image, *given, "--check", "model-data", "--json", str(report), env={})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"model data {folder}; multi-model data {prefix}" in " ".join(run.stdout.split())
+    (result,) = json.loads(report.read_text())["results"]
+    assert result["outcome"] == "passed", result["message"]
+    assert result["message"].startswith(f"{folder} extracted: 1 file(s), 5 bytes, mounted read-only at")
+    assert f"; {prefix} holds 2 artifact(s)" in result["message"]
+    # with the prefix given apart, --model-data is single-model data: an S3 prefix there is a usage error
+    bad = smlocal_check(
+        dual_image, "--model-data", "s3://b/models/", "--multi-model-data", str(prefix), env={}
+    )
+    assert bad.returncode == 2 and "--model-data s3://b/models/" in bad.stderr, bad.stdout + bad.stderr
