@@ -226,7 +226,7 @@ def test_the_write_probe_container_removed_by_someone_else_is_one_error(
             for container in docker_engine.containers.list(all=True, filters={"label": owner}):
                 mounts = container.attrs.get("Mounts") or []
                 if any(m.get("Destination") == "/opt/ml/model" and m.get("RW") for m in mounts):
-                    container.remove(force=True)
+                    container.remove(force=True, v=True)  # docker rm -fv: its overlay volume too
                     removed.append(container.name)
             time.sleep(0.05)
 
