@@ -277,6 +277,30 @@ def test_without_an_overlay_the_probe_copies_a_small_model_dir(
     )
 
 
+def test_an_overlay_the_engine_cannot_mount_falls_back_to_the_copy_and_leaves_no_volume(
+    run_one: RunOne,
+    echo_image: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    docker_engine: docker.DockerClient,
+) -> None:
+    made = write_probe._overlay_folder
+
+    def without_work_dir(source: Path, work: Path) -> Path | None:
+        upper = made(source, work)
+        (work / "work").rmdir()  # the engine's mount of the overlay then fails
+        return upper
+
+    monkeypatch.setattr(write_probe, "_overlay_folder", without_work_dir)
+    volumes = {v.id for v in docker_engine.volumes.list()}
+    result = run_one(CHECK, echo_image)
+    assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
+    assert (
+        "a container with a writable copy of it started, answered one invocation (HTTP 200)" in result.message
+    )
+    assert {v.id for v in docker_engine.volumes.list()} - volumes == set()  # the failed start's volume too
+
+
 def test_without_an_overlay_a_model_dir_over_the_copy_limit_is_read_from_the_logs_only(
     run_one: RunOne, echo_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
