@@ -165,9 +165,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model-data",
         metavar="URL",
-        help="s3://, file:// or a local path to model.tar.gz; for a multi-model image "
-        "(label com.amazonaws.sagemaker.capabilities.multi-models=true) an S3 prefix or a local folder "
-        "of *.tar.gz",
+        help="s3://, file:// or a local path to model.tar.gz (or a model folder), mounted at /opt/ml/model; "
+        "for an image with the label com.amazonaws.sagemaker.capabilities.multi-models=true also the "
+        "multi-model data unless --multi-model-data is given: one model.tar.gz serves both, and of an S3 "
+        "prefix or a local folder of *.tar.gz the single-model checks get the first artifact",
+    )
+    parser.add_argument(
+        "--multi-model-data",
+        metavar="URL",
+        help="the multi-model prefix (s3://bucket/models/ or a local folder of *.tar.gz) for the mme.* "
+        "checks of an image with the multi-models label; --model-data is then the single-model data only",
     )
     parser.add_argument(
         "--profile",
@@ -326,6 +333,7 @@ def check_config(args: argparse.Namespace) -> CheckConfig:
     return CheckConfig(
         image=args.image,
         model_data=_model_data_url(args.model_data),
+        multi_model_data=_model_data_url(args.multi_model_data),
         profile=args.profile,
         image_size_limit_bytes=_size_limit(args.image_size_limit),
         environment=_environment(args.env),
@@ -413,8 +421,8 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
                 highlight=False,
             )
             return report.EXIT_USAGE
-        if config.model_data is not None and not target.multi_model:
-            try:  # a prefix is model data for a multi-model image only
+        if config.model_data is not None and (not target.multi_model or config.multi_model_data):
+            try:  # a prefix is model data for a multi-model image only (unless the prefix is given apart)
                 _model_data_url(config.model_data, multi_model=False)
             except UsageError as exc:
                 target.close()
@@ -434,6 +442,7 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
         f"startup deadline {limits.startup_timeout_s:g} s, ping {limits.ping_timeout_s:g} s, "
         f"invocations {limits.invocation_timeout_s:g} s, stop grace {limits.stop_grace_s:g} s; "
         f"model data {escape(config.model_data) if config.model_data else 'none (empty /opt/ml/model)'}"
+        f"{f'; multi-model data {escape(config.multi_model_data)}' if config.multi_model_data else ''}"
         f"{'; profile serverless' if config.profile == 'serverless' else ''}"
         f"{f'; streaming with {escape(config.stream.source)}' if config.stream else ''}",
         highlight=False,

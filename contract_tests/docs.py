@@ -212,6 +212,7 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "smlocal check IMAGE                                          # every check; exit 1 if one failed",
         "smlocal check IMAGE --check start.healthy --check shutdown   # some checks, or whole groups",
         "smlocal check IMAGE --model-data model.tar.gz --env K=V      # as the model will be deployed",
+        "smlocal check IMAGE --model-data m.tar.gz --multi-model-data s3://b/models/  # multi-models label",
         "smlocal check IMAGE --json report.json --junit report.xml    # reports for CI",
         "smlocal check IMAGE --streaming --stream-body '{...}'        # the image streams (streaming.*)",
         "smlocal check IMAGE --profile serverless                     # for serverless (serverless.*)",

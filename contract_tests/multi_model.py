@@ -74,6 +74,47 @@ class MmeDataProblem(Exception):
         self.message = message
 
 
+#: A multi-model endpoint's container gets this variable (SageMaker sets it; the dual images' serving
+#: toolkits choose their mode by it: sagemaker-inference, the PyTorch and Hugging Face toolkits).
+MULTI_MODEL_ENV = "SAGEMAKER_MULTI_MODEL"
+#: --model-data's companion option: the multi-model prefix, when it is not --model-data itself.
+MULTI_MODEL_OPTION = "--multi-model-data"
+
+
+@dataclass(frozen=True)
+class ModelDataPlan:
+    """What each kind of endpoint gets from the user's model data. An image with the multi-models label
+    can serve both (TorchServe, the PyTorch and Hugging Face deep learning containers, multi-model-server
+    images carry it and are mostly deployed single-model): the single-model checks start it as a
+    single-model endpoint does (the model data at /opt/ml/model, no SAGEMAKER_MULTI_MODEL), the mme.*
+    checks as a multi-model endpoint does (SAGEMAKER_MULTI_MODEL=true, the prefix's artifacts)."""
+
+    #: the single-model ModelDataUrl (None: none, or the prefix's first artifact: `single_from_prefix`)
+    single: str | None
+    #: the multi-model prefix (None: no multi-model data)
+    multi: str | None
+    #: /opt/ml/model gets the first artifact of `multi` [U]
+    single_from_prefix: bool = False
+
+
+def plan_model_data(model_data: str | None, multi_model_data: str | None, labelled: bool) -> ModelDataPlan:
+    """Who gets what. Without the label, --model-data is single-model data (and --multi-model-data is
+    unused: the mme.* checks skip). With it, --multi-model-data is the prefix when given; else
+    --model-data serves both where it can [U]: one artifact (*.tar.gz) is the single-model ModelDataUrl
+    and a one-model prefix; a prefix (s3://.../ or a folder of *.tar.gz) is the multi-model prefix, and
+    its first artifact (by name) the single-model model data; a folder without *.tar.gz is single-model
+    data only (a model folder, mounted as it is)."""
+    if not labelled or multi_model_data is not None or model_data is None:
+        return ModelDataPlan(model_data, multi_model_data)
+    if model_data.endswith(ARTIFACT_SUFFIX):
+        return ModelDataPlan(model_data, model_data)
+    if not model_data.startswith("s3://"):
+        path = Path(model_data.removeprefix("file://"))
+        if path.is_dir() and next(path.rglob(f"*{ARTIFACT_SUFFIX}"), None) is None:
+            return ModelDataPlan(model_data, None)
+    return ModelDataPlan(None, model_data, single_from_prefix=True)
+
+
 def locate_model_data(url: str) -> None:
     """ValidationFailed when `url` cannot be model data at all (an S3 prefix, ending in '/', counts)."""
     prefix = url.startswith("s3://") and url.endswith("/")

@@ -23,7 +23,14 @@ from typing import Any
 import httpx
 
 from contract_tests.http_client import container_client
-from contract_tests.multi_model import MmeArtifacts, MmeDataProblem, is_multi_model, prepare
+from contract_tests.multi_model import (
+    MmeArtifacts,
+    MmeDataProblem,
+    ModelDataPlan,
+    is_multi_model,
+    plan_model_data,
+    prepare,
+)
 from contract_tests.ping import ping_once
 from contract_tests.result import CheckSkipped
 from emulator.config import ContractLimits
@@ -98,6 +105,9 @@ DEFAULT_STREAM_SOURCE = "the default stream body"
 class CheckConfig:
     image: str
     model_data: str | None = None
+    #: `--multi-model-data`: the multi-model prefix of an image with the multi-models label, when it is not
+    #: --model-data (then --model-data is the single-model data only); see multi_model.plan_model_data.
+    multi_model_data: str | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
     #: The request body the invocation checks send (the container may answer it with any status).
     payload: bytes = b"{}"
@@ -303,13 +313,20 @@ class Target:
         return is_multi_model(self.image)
 
     @functools.cached_property
+    def data_plan(self) -> ModelDataPlan:
+        """Which model data the single-model and the multi-model containers get."""
+        config = self.config
+        return plan_model_data(config.model_data, config.multi_model_data, self.multi_model)
+
+    @functools.cached_property
     def mme_artifacts(self) -> MmeArtifacts | MmeDataProblem | None:
-        """A multi-model image's artifacts, extracted for /opt/ml/models (None: no --model-data)."""
-        if not self.config.model_data:
+        """A multi-model image's artifacts, extracted for /opt/ml/models (None: no multi-model data)."""
+        uri = self.data_plan.multi
+        if not uri:
             return None
         try:
             root = self.config.cache_dir / f"mme-models-{self._run_id}"  # this run's: removed by close()
-            return prepare(self.config.model_data, root, _s3_client)
+            return prepare(uri, root, _s3_client)
         except MmeDataProblem as exc:
             return exc
 
@@ -317,9 +334,16 @@ class Target:
     def model_data(self) -> Path | ModelDataProblem:
         """The model data fetched and extracted as the emulator does (CreateModel's existence check,
         then the endpoint's download and extraction), an empty folder when there is none, or why it
-        cannot be used. Evaluated once (the model-data check reports it). A multi-model image's
-        --model-data is its prefix (mme_artifacts): its /opt/ml/model is empty."""
-        if not self.config.model_data or self.multi_model:
+        cannot be used. Evaluated once (the model-data check reports it). A multi-model image given a
+        prefix only gets the prefix's first artifact, as extracted for /opt/ml/models (data_plan)."""
+        plan = self.data_plan
+        if plan.single_from_prefix:
+            got = self.mme_artifacts
+            if isinstance(got, MmeArtifacts):
+                return got.models[0].host_dir
+            assert got is not None  # single_from_prefix: there is a prefix
+            return ModelDataProblem("endpoint", got.message, got.message)
+        if not plan.single:
             empty = self.config.cache_dir / "empty-model"
             empty.mkdir(parents=True, exist_ok=True)
             return empty
@@ -327,7 +351,7 @@ class Target:
         from emulator.model_data.sources import ModelDataFailure
         from emulator.model_data.store import ArtifactStore
 
-        source = ModelDataSource(uri=self.config.model_data)
+        source = ModelDataSource(uri=plan.single)
         store = ArtifactStore(self.config.cache_dir / "artifacts", _s3_client)
         try:
             store.check_exists(source)
@@ -352,6 +376,7 @@ class Target:
         model_dir: Path | None = None,
         *,
         model_dir_writable: bool = False,
+        model_dir_overlay: Path | None = None,
         container_port: int | None = None,
         extra_ports: tuple[int, ...] = (),
         models_dir: Path | None = None,
@@ -360,9 +385,11 @@ class Target:
         user: str | None = None,
     ) -> RunningContainer:
         """A new container of the image, as SageMaker starts one; removed by close(). Only the
-        model-dir.read-only probe mounts a model dir (its own copy) writable. `container_port` (default:
-        the configured one) is the handle's; `extra_ports` are published too (RunningContainer.url_of).
-        `models_dir`: a multi-model container's host folder, mounted read-only at /opt/ml/models.
+        model-dir.read-only probe mounts a model dir writable (under an overlay whose upper layer is
+        `model_dir_overlay`/upper, or its own copy where the engine cannot mount one). `container_port`
+        (default: the configured one) is the handle's; `extra_ports` are published too
+        (RunningContainer.url_of). `models_dir`: a multi-model container's host folder, mounted
+        read-only at /opt/ml/models.
         `read_only_root`, `tmpfs`, `user`: the serverless sandbox (serverless.writes-outside-tmp)."""
         if not self._swept:  # containers of runs killed before they could clean up (a CI timeout)
             self._swept = True
@@ -386,6 +413,7 @@ class Target:
             hostname=platform_env.HOSTNAME,
             model_dir=model_dir or self.model_dir,
             model_dir_writable=model_dir_writable,
+            model_dir_overlay=model_dir_overlay,
             container_port=container_port or self.config.container_port,
             extra_ports=extra_ports,
             models_dir=models_dir,

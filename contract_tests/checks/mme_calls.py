@@ -13,6 +13,8 @@ import httpx
 
 from contract_tests.http_client import container_client
 from contract_tests.multi_model import (
+    MULTI_MODEL_ENV,
+    MULTI_MODEL_OPTION,
     MmeArtifacts,
     MmeDataProblem,
     MmeModel,
@@ -26,7 +28,7 @@ from emulator.model.messages import missing_multi_models_label
 
 TARGET_HEADER = "X-Amzn-SageMaker-Target-Model"
 #: The environment SageMaker gives a multi-model container.
-MME_ENV = {"SAGEMAKER_MULTI_MODEL": "true"}
+MME_ENV = {MULTI_MODEL_ENV: "true"}
 #: mme.list loads this many models (copies of the artifacts under more names), so that a server that
 #: pages in twos shows its paging; a 507 stops it earlier.
 LIST_MODELS = 3
@@ -113,6 +115,12 @@ def require_label(ctx: CheckContext) -> None:
 def artifacts_of(ctx: CheckContext) -> MmeArtifacts:
     """The prepared models; CheckSkipped without --model-data, or when it cannot be used."""
     got = ctx.target.mme_artifacts
+    if got is None and ctx.config.model_data:  # a model folder: single-model data only
+        raise CheckSkipped(
+            f"no multi-model data: --model-data {ctx.config.model_data} holds no *.tar.gz, so it is the "
+            f"single-model data only. Give a prefix (or a local folder) of model.tar.gz files with "
+            f"{MULTI_MODEL_OPTION} to run this check"
+        )
     if got is None:
         raise CheckSkipped(
             "no --model-data given: a multi-model container loads models from /opt/ml/models, and an "

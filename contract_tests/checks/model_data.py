@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contract_tests.multi_model import MODELS_ROOT, MmeDataProblem
+from contract_tests.multi_model import (
+    ARTIFACT_SUFFIX,
+    MODELS_ROOT,
+    MULTI_MODEL_OPTION,
+    MmeArtifacts,
+    MmeDataProblem,
+)
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import MODEL_DATA_CHECK, CheckContext, ModelDataProblem
@@ -44,15 +50,47 @@ def _tree_size(root: Path) -> tuple[int, int]:
     after="tar -czf model.tar.gz -C model .   # gzipped, files at the archive's root",
 )
 def extracts(ctx: CheckContext) -> str:
-    uri = ctx.config.model_data
-    if not uri:
+    config = ctx.config
+    uri = config.model_data
+    if not uri and not config.multi_model_data:
         raise CheckSkipped(
             "no --model-data given: the container gets an empty /opt/ml/model, as SageMaker mounts one "
             "for a model without ModelDataUrl"
         )
     ctx.evidence["model_data"] = uri
-    if ctx.target.multi_model:
-        return _multi_model(ctx, uri)
+    if config.multi_model_data:
+        ctx.evidence["multi_model_data"] = config.multi_model_data
+    plan = ctx.target.data_plan
+    multi = _multi_model(ctx, plan.multi) if ctx.target.multi_model and plan.multi else None
+    if plan.single_from_prefix:
+        got = ctx.target.mme_artifacts
+        assert isinstance(got, MmeArtifacts)  # _multi_model failed the check otherwise
+        first = got.models[0].target_model
+        ctx.evidence["single_model_artifact"] = first
+        return (
+            f"{multi}. The single-model checks get its first artifact, {first}, extracted at /opt/ml/model "
+            f"(give the single-model data with --model-data and the prefix with {MULTI_MODEL_OPTION} to "
+            f"choose)"
+        )
+    single = (
+        _single_model(ctx, plan.single) if plan.single else "no single-model data: /opt/ml/model is empty"
+    )
+    if not ctx.target.multi_model:
+        if config.multi_model_data:
+            ctx.warn(
+                f"{MULTI_MODEL_OPTION} {config.multi_model_data} unused: the image has no label "
+                f"{MULTI_MODELS_LABEL}=true, so the mme.* checks do not run"
+            )
+        return single
+    if multi is None:
+        return (
+            f"{single}; no multi-model data ({uri} holds no *{ARTIFACT_SUFFIX}): the mme.* checks that load "
+            f"a model are skipped; give a prefix of model.tar.gz files with {MULTI_MODEL_OPTION}"
+        )
+    return f"{single}; {multi}"
+
+
+def _single_model(ctx: CheckContext, uri: str) -> str:
     got = ctx.target.model_data
     if isinstance(got, ModelDataProblem):
         ctx.evidence.update(stage=got.stage, sagemaker_message=got.message, detail=got.detail)
@@ -71,12 +109,17 @@ def extracts(ctx: CheckContext) -> str:
 
 
 def _multi_model(ctx: CheckContext, uri: str) -> str:
-    """A multi-model image's --model-data: a prefix (or folder) of artifacts, each extracted on its own."""
+    """A multi-model image's prefix (or folder) of artifacts, each extracted on its own."""
     got = ctx.target.mme_artifacts
     if isinstance(got, MmeDataProblem):
         raise CheckFailed(
-            f"the image carries {MULTI_MODELS_LABEL}=true, so --model-data is its multi-model prefix, but "
-            f"{got.message}. The mme.* checks that load a model are skipped."
+            f"the image carries {MULTI_MODELS_LABEL}=true, so {uri} is its multi-model prefix, but "
+            f"{got.message}. The mme.* checks that load a model are skipped"
+            + (
+                ", and so are the single-model checks (they get its first artifact)."
+                if ctx.target.data_plan.single_from_prefix
+                else "."
+            )
         )
     assert got is not None
     ctx.evidence.update(found=got.found, used=[m.target_model for m in got.models])
@@ -86,6 +129,5 @@ def _multi_model(ctx: CheckContext, uri: str) -> str:
     )
     return (
         f"{uri} holds {got.found} artifact(s) (a multi-model prefix: the image carries "
-        f"{MULTI_MODELS_LABEL}=true); "
-        f"extracted {shown} under {MODELS_ROOT}/{{model_name}}/model, read-only; /opt/ml/model is empty"
+        f"{MULTI_MODELS_LABEL}=true); extracted {shown} under {MODELS_ROOT}/{{model_name}}/model, read-only"
     )

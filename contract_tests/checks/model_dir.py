@@ -1,39 +1,25 @@
 """model-dir checks: the container works with /opt/ml/model mounted read-only, and ships nothing there
 (hosting contract §3.2).
 
-model-dir.read-only watches for writes itself: a probe container gets a writable COPY of the model dir
-(the checker's own, under the cache dir) at /opt/ml/model, starts, serves one invocation and is
-removed; any file created, changed or removed in the copy, or any change of mode, is a write the
-read-only mount refuses on SageMaker, whatever the image does with the error. The log's EROFS lines
-explain a container that crashes on the read-only mount.
+model-dir.read-only watches for writes itself: a probe container (checks/write_probe.py) gets
+/opt/ml/model writable, as an overlay over the model dir that collects its writes (whatever the model's
+size, nothing copied), starts, serves one invocation and is removed; any file created, changed or
+removed there, or any change of mode, is a write the read-only mount refuses on SageMaker, whatever the
+image does with the error. The log's EROFS lines explain a container that crashes on the read-only mount.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import stat
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
-
-import httpx
-
+from contract_tests.checks.write_probe import MODEL_DIR, Probe, write_probe
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import GONE_STATUSES, CheckContext
+from contract_tests.target import CheckContext
 
-MODEL_DIR = "/opt/ml/model"
 #: strerror(EROFS), as every libc and language runtime prints it.
 EROFS_TEXT = "read-only file system"
-#: The write probe copies the model dir; above this size it is not run (a warning says so).
-PROBE_COPY_LIMIT_BYTES = 2 * 1024**3
 #: How long the probe waits for a container that crashed on the read-only mount to become healthy
 #: with a writable one (at most the startup limit).
 CRASHED_PROBE_DEADLINE_S = 60.0
-#: How long the probe waits for its one invocation (at most the invocation limit): a model slower than
-#: this costs no more than this here; writes made until then are still seen.
-PROBE_INVOKE_TIMEOUT_S = 15.0
 _SHOWN = 10
 READ_ONLY_FIX = (
     f"Do not write to {MODEL_DIR}: SageMaker mounts it read-only. Write caches, compiled models and "
@@ -97,130 +83,6 @@ def image_files(ctx: CheckContext) -> str:
     return f"{len(hidden)} path(s) under {MODEL_DIR} in the image are hidden by the model mount (a warning)"
 
 
-#: One entry of a snapshot: kind, permission bits, size (files), mtime in ns.
-Entry = tuple[str, int, int, int]
-
-
-def snapshot(root: Path) -> dict[str, Entry]:
-    """Every entry under `root` (root itself as "."), by path relative to it; symlinks not followed."""
-    entries: dict[str, Entry] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [".", *dirnames, *filenames] if dirpath == str(root) else [*dirnames, *filenames]:
-            path = os.path.join(dirpath, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            kind = "dir" if stat.S_ISDIR(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "file"
-            size = st.st_size if kind == "file" else 0
-            entries[os.path.normpath(os.path.relpath(path, root))] = (
-                kind,
-                stat.S_IMODE(st.st_mode),
-                size,
-                st.st_mtime_ns,
-            )
-    return entries
-
-
-def _shown(rel: str) -> str:
-    return MODEL_DIR if rel == "." else f"{MODEL_DIR}/{rel}"
-
-
-def changes(before: dict[str, Entry], after: dict[str, Entry]) -> list[str]:
-    """What changed between two snapshots, one line per path: created, removed, modified, mode."""
-    found: list[str] = []
-    touched_dirs: set[str] = set()
-    for rel in sorted(after.keys() - before.keys()):
-        found.append(f"created {_shown(rel)} ({after[rel][0]})")
-        touched_dirs.add(os.path.dirname(rel) or ".")
-    for rel in sorted(before.keys() - after.keys()):
-        found.append(f"removed {_shown(rel)}")
-        touched_dirs.add(os.path.dirname(rel) or ".")
-    for rel in sorted(before.keys() & after.keys()):
-        (kind0, mode0, size0, mtime0), (kind1, mode1, size1, mtime1) = before[rel], after[rel]
-        if kind0 != kind1:
-            found.append(f"replaced {_shown(rel)} ({kind0} -> {kind1})")
-            continue
-        if mode0 != mode1:
-            found.append(f"changed the mode of {_shown(rel)} ({mode0:o} -> {mode1:o})")
-        if kind0 == "dir":
-            if mtime0 != mtime1 and rel not in touched_dirs:
-                found.append(f"created and removed entries in {_shown(rel)}")
-        elif size0 != size1 or mtime0 != mtime1:
-            found.append(f"modified {_shown(rel)} ({size0} -> {size1} bytes)")
-    return found
-
-
-@dataclass
-class Probe:
-    """What the write probe saw: a container with a writable copy of the model dir."""
-
-    healthy: bool
-    observation: str
-    #: the probe's invocation: "HTTP 200", an error, or "" (not sent)
-    invocation: str = ""
-    changes: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
-
-
-def _tree_bytes(root: Path) -> int:
-    return sum(p.lstat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
-
-
-def write_probe(ctx: CheckContext, deadline_s: float) -> Probe | None:
-    """Start a container of the image with a writable copy of the model dir at /opt/ml/model, wait until
-    healthy (at most `deadline_s`), send the first payload once, remove the container and compare the
-    copy with its snapshot from before. None (with a warning) when the model dir is too big to copy."""
-    source = ctx.target.model_dir
-    size = _tree_bytes(source)
-    if size > PROBE_COPY_LIMIT_BYTES:
-        ctx.warn(
-            f"write probe not run: the model dir holds {size} bytes, over the {PROBE_COPY_LIMIT_BYTES}-byte "
-            f"copy limit; only the logs were read for failed writes to {MODEL_DIR}"
-        )
-        return None
-    ctx.config.cache_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="write-probe-", dir=ctx.config.cache_dir))
-    try:
-        copy = work / "model"
-        shutil.copytree(source, copy, symlinks=True)
-        before = snapshot(copy)
-        container = ctx.target.start(model_dir=copy, model_dir_writable=True)
-        removed_by_others = False
-        try:
-            startup = container.wait_startup(deadline_s)
-            invocation = ""
-            if startup.healthy:
-                payload = ctx.config.payloads[0]
-                headers = {"Content-Type": payload.content_type}
-                if payload.accept:
-                    headers["Accept"] = payload.accept
-                wait = min(ctx.config.limits.invocation_timeout_s, PROBE_INVOKE_TIMEOUT_S)
-                try:
-                    with container.client(wait) as client:
-                        response = client.post("/invocations", content=payload.body, headers=headers)
-                    invocation = f"HTTP {response.status_code}"
-                except httpx.TimeoutException:
-                    invocation = f"no answer within {wait:g} s"
-                except httpx.HTTPError as exc:
-                    invocation = f"{type(exc).__name__}: {exc}"
-            removed_by_others = container.state().status in GONE_STATUSES
-        finally:
-            if not removed_by_others:  # a removed one stays listed: the runner reports the cause
-                ctx.target.discard(container)
-        if removed_by_others:
-            raise RuntimeError(f"the write probe's container {container.handle.name} disappeared")
-        return Probe(
-            healthy=startup.healthy,
-            observation=startup.last_observation,
-            invocation=invocation,
-            changes=changes(before, snapshot(copy)),
-            elapsed_s=startup.elapsed_s,
-        )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
 def _listed(found: list[str]) -> str:
     more = f"; and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
     return "; ".join(found[:_SHOWN]) + more
@@ -241,7 +103,7 @@ def _record(ctx: CheckContext, probe: Probe) -> None:
     f"The model artifacts are mounted at {MODEL_DIR} read-only; the container must not write there "
     "(hosting contract §3.2: 'Do not write to this directory'). A write that the image catches and "
     "ignores still fails on SageMaker (the file it meant to write is missing), so the check watches a "
-    "writable copy of the model dir in a probe container of its own: any file created, changed or "
+    "writable overlay of the model dir in a probe container of its own: any file created, changed or "
     "removed there during startup and one invocation fails the check.",
     READ_ONLY_FIX,
     before='try:\n    torch.save(compiled, "/opt/ml/model/compiled.pt")\nexcept OSError:\n    pass',
@@ -249,7 +111,7 @@ def _record(ctx: CheckContext, probe: Probe) -> None:
 )
 def read_only(ctx: CheckContext) -> str:
     """The shared container (read-only mount, as SageMaker) must start, and its logs must report no
-    EROFS failure on /opt/ml/model; the write probe (a writable copy, see write_probe) must see no
+    EROFS failure on /opt/ml/model; the write probe (a writable overlay, see write_probe) must see no
     change. When the shared container crashes on the read-only mount, its EROFS log line explains it;
     with no such line, the probe tells whether a write was what broke it."""
     startup = ctx.target.startup()  # the shared container: /opt/ml/model is always mounted read-only
@@ -283,7 +145,7 @@ def read_only(ctx: CheckContext) -> str:
             raise CheckSkipped(skip)
         _record(ctx, probe)
         raise CheckFailed(
-            f"{seen} with {MODEL_DIR} read-only, but with a writable copy of it the container became "
+            f"{seen} with {MODEL_DIR} read-only, but with {probe.given} the container became "
             f"healthy and wrote there: {_listed(probe.changes)}. Its write to the read-only {MODEL_DIR} "
             f"is what fails on SageMaker (the error was not reported as 'Read-only file system'). "
             f"Fix: {READ_ONLY_FIX}",
@@ -298,8 +160,8 @@ def read_only(ctx: CheckContext) -> str:
     if probe is not None and probe.changes:
         logged = f" Its logs report: `{lines[-1]}`." if lines else ""
         raise CheckFailed(
-            f"the container writes to {MODEL_DIR}, which SageMaker mounts read-only: a container given a "
-            f"writable copy of it {_listed(probe.changes)} (during startup and one invocation, "
+            f"the container writes to {MODEL_DIR}, which SageMaker mounts read-only: a container given "
+            f"{probe.given} {_listed(probe.changes)} (during startup and one invocation, "
             f"{probe.invocation or 'not sent'}).{logged} With the read-only mount these writes fail, "
             f"whether or not the image reports it, and what it meant to write is missing. "
             f"Fix: {READ_ONLY_FIX}",
@@ -317,11 +179,12 @@ def read_only(ctx: CheckContext) -> str:
         return f"{healthy}; no write failure there in its logs (write probe not run)"
     if not probe.healthy:
         ctx.warn(
-            f"write probe inconclusive: the container with a writable copy of {MODEL_DIR} did not become "
+            f"write probe inconclusive: the container with {probe.given.replace('of it', 'of ' + MODEL_DIR)} "
+            f"did not become "
             f"healthy ({probe.observation}); only the logs were read for failed writes"
         )
         return f"{healthy}; no write failure there in its logs (write probe inconclusive)"
     return (
-        f"{healthy}; a container with a writable copy of it started, answered one invocation "
+        f"{healthy}; a container with {probe.given} started, answered one invocation "
         f"({probe.invocation}) and changed nothing there"
     )

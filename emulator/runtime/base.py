@@ -31,6 +31,11 @@ class ContainerSpec:
     model_dir: Path | None = None
     #: Mount model_dir writable instead (only the contract tester's write probe, on its own copy).
     model_dir_writable: bool = False
+    #: Mount model_dir as the read-only lower layer of an overlay whose writes land in this host
+    #: folder's `upper` (`work`: the overlay's work dir), instead of the bind mount: the contract
+    #: tester's write probe sees every write without copying the model (a volume of Docker's local
+    #: driver, mounted by the engine, removed with the container).
+    model_dir_overlay: Path | None = None
     #: A multi-model container's folder of loaded models, mounted read-only at /opt/ml/models
     #: (each model in /opt/ml/models/{model_name}/model, added while the container runs).
     models_dir: Path | None = None

@@ -134,7 +134,7 @@ class DockerRuntime:
     def _discard(self, container: Any | None, group: str | None = None) -> None:
         if container is not None:
             try:
-                container.remove(force=True)
+                container.remove(force=True, v=True)  # with its anonymous volumes (an overlay's)
             except docker.errors.DockerException:
                 log.warning("could not remove container %s after a failed start", container.id)
         if group is not None:

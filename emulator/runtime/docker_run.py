@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from docker.types import DeviceRequest, Mount
+from docker.types import DeviceRequest, DriverConfig, Mount
 
 from emulator.runtime.base import MODEL_DIR_IN_CONTAINER, MODELS_DIR_IN_CONTAINER, ContainerSpec
 
@@ -67,7 +68,7 @@ def create_options(
 def model_mounts(spec: ContainerSpec) -> list[Mount]:
     """The model data (read-only unless the contract tester's write probe asks) and a multi-model
     container's folder of models (read-only)."""
-    return [
+    mounts = [
         Mount(target=target, source=str(source), type="bind", read_only=read_only)
         for source, target, read_only in (
             (spec.model_dir, MODEL_DIR_IN_CONTAINER, not spec.model_dir_writable),
@@ -75,6 +76,17 @@ def model_mounts(spec: ContainerSpec) -> list[Mount]:
         )
         if source is not None
     ]
+    if spec.model_dir is not None and spec.model_dir_overlay is not None:
+        mounts[0] = overlay_mount(spec.model_dir, spec.model_dir_overlay, MODEL_DIR_IN_CONTAINER)
+    return mounts
+
+
+def overlay_mount(lower: Path, folder: Path, target: str) -> Mount:
+    """`lower` (never written) under a writable overlay whose upper layer is folder/upper: an anonymous
+    volume of the local driver (removed with the container, `docker rm -v`)."""
+    layers = f"lowerdir={lower},upperdir={folder / 'upper'},workdir={folder / 'work'}"
+    options = {"type": "overlay", "device": "overlay", "o": layers}
+    return Mount(target=target, source=None, type="volume", driver_config=DriverConfig("local", options))
 
 
 def resource_limits(spec: ContainerSpec) -> dict[str, Any]:

@@ -11,6 +11,8 @@ weights baked under /opt/ml/model) and passes the echo image without a warning.
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -19,8 +21,9 @@ from pathlib import Path
 import docker
 import pytest
 
-from contract_tests.checks import model_dir
-from contract_tests.checks.model_dir import changes, erofs_lines, shadowed, snapshot
+from contract_tests.checks import write_probe
+from contract_tests.checks.model_dir import erofs_lines, shadowed
+from contract_tests.checks.write_probe import changes, overlay_changes, snapshot
 from contract_tests.registry import select
 from contract_tests.result import CAUSE_CONTAINER_REMOVED, CheckResult, Outcome
 from contract_tests.runner import removed_message, run_checks
@@ -56,7 +59,7 @@ def test_good_image_passes(run_one: RunOne, echo_image: str) -> None:
     assert result.id == CHECK
     assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
     assert "read-only" in result.message
-    assert "a container with a writable copy of it started, answered one invocation (HTTP 200) and " in (
+    assert "a container with a writable overlay of it started, answered one invocation (HTTP 200) and " in (
         result.message
     )
     assert result.evidence["probe_healthy"] is True and result.evidence["probe_changes"] == []
@@ -68,7 +71,8 @@ def test_twin_swallowing_the_write_error_at_start_fails(run_one: RunOne, twin_im
     assert result.outcome is Outcome.FAILED, f"{result.outcome}: {result.message}"
     assert result.message.startswith(
         "the container writes to /opt/ml/model, which SageMaker mounts read-only: a container given a "
-        "writable copy of it created /opt/ml/model/.ready (file) (during startup and one invocation, HTTP 200)."
+        "writable overlay of it created /opt/ml/model/.ready (file) (during startup and one invocation, "
+        "HTTP 200)."
     )
     assert "Its logs report" not in result.message  # nothing in the logs: the probe alone saw it
     assert "Fix: Do not write to /opt/ml/model" in result.message
@@ -89,7 +93,7 @@ def test_twin_crashing_on_the_write_in_its_own_words_fails(run_one: RunOne, twin
     assert result.outcome is Outcome.FAILED, f"{result.outcome}: {result.message}"
     assert result.message.startswith(
         "the container exited with code 1 during startup with /opt/ml/model read-only, but with a "
-        "writable copy of it the container became healthy and wrote there: created "
+        "writable overlay of it the container became healthy and wrote there: created "
         "/opt/ml/model/cache.bin (file)."
     )
     assert "startup: cannot create the model cache" in result.evidence["log_tail"]
@@ -222,7 +226,7 @@ def test_the_write_probe_container_removed_by_someone_else_is_one_error(
             for container in docker_engine.containers.list(all=True, filters={"label": owner}):
                 mounts = container.attrs.get("Mounts") or []
                 if any(m.get("Destination") == "/opt/ml/model" and m.get("RW") for m in mounts):
-                    container.remove(force=True)
+                    container.remove(force=True, v=True)  # docker rm -fv: its overlay volume too
                     removed.append(container.name)
             time.sleep(0.05)
 
@@ -238,20 +242,104 @@ def test_the_write_probe_container_removed_by_someone_else_is_one_error(
     assert result.evidence["cause"] == CAUSE_CONTAINER_REMOVED
 
 
-def test_a_model_dir_over_the_copy_limit_is_read_from_the_logs_only(
-    run_one: RunOne, echo_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_model_dir_over_2_gib_is_still_probed_and_the_probe_gives_the_verdict(
+    run_one: RunOne, twin_image: TwinImage, tmp_path: Path
 ) -> None:
+    # real LLM sizes: 3 GiB of weights (sparse: no disk, no time). The overlay copies nothing, so the
+    # probe runs and sees the lazy twin's silent write, which no log line reports.
     model = tmp_path / "model"
     model.mkdir()
+    with open(model / "weights.bin", "wb") as weights:
+        weights.truncate(3 * 1024**3)
+    result = run_one(CHECK, twin_image("model-dir.read-only.lazy"), model_data=str(model))
+    assert result.outcome is Outcome.FAILED, f"{result.outcome}: {result.message}"
+    assert result.evidence["probe_changes"] == ["created /opt/ml/model/compiled-cache.bin (file)"]
+    assert "a container given a writable overlay of it created /opt/ml/model/compiled-cache.bin" in (
+        result.message
+    )
+    assert result.warnings == ()
+    assert (model / "weights.bin").stat().st_size == 3 * 1024**3 and sorted(model.iterdir()) == [
+        model / "weights.bin"  # the model itself was never written
+    ]
+
+
+def test_without_an_overlay_the_probe_copies_a_small_model_dir(
+    run_one: RunOne, echo_image: str, tmp_path: Path
+) -> None:
+    model = tmp_path / "a,b"  # a path the overlay's options cannot carry: the copy is the fallback
+    model.mkdir()
     (model / "weights.bin").write_bytes(b"w" * 100)
-    monkeypatch.setattr(model_dir, "PROBE_COPY_LIMIT_BYTES", 99)
+    result = run_one(CHECK, echo_image, model_data=str(model))
+    assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
+    assert result.message.endswith(
+        "a container with a writable copy of it started, answered one invocation (HTTP 200) and changed "
+        "nothing there"
+    )
+
+
+def test_an_overlay_the_engine_cannot_mount_falls_back_to_the_copy_and_leaves_no_volume(
+    run_one: RunOne,
+    echo_image: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    docker_engine: docker.DockerClient,
+) -> None:
+    made = write_probe._overlay_folder
+
+    def without_work_dir(source: Path, work: Path) -> Path | None:
+        upper = made(source, work)
+        (work / "work").rmdir()  # the engine's mount of the overlay then fails
+        return upper
+
+    monkeypatch.setattr(write_probe, "_overlay_folder", without_work_dir)
+    volumes = {v.id for v in docker_engine.volumes.list()}
+    result = run_one(CHECK, echo_image)
+    assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
+    assert (
+        "a container with a writable copy of it started, answered one invocation (HTTP 200)" in result.message
+    )
+    assert {v.id for v in docker_engine.volumes.list()} - volumes == set()  # the failed start's volume too
+
+
+def test_without_an_overlay_a_model_dir_over_the_copy_limit_is_read_from_the_logs_only(
+    run_one: RunOne, echo_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "a,b"
+    model.mkdir()
+    (model / "weights.bin").write_bytes(b"w" * 100)
+    monkeypatch.setattr(write_probe, "PROBE_COPY_LIMIT_BYTES", 99)
     result = run_one(CHECK, echo_image, model_data=str(model))  # a local folder: mounted as it is
     assert result.outcome is Outcome.PASSED, f"{result.outcome}: {result.message}"
     assert result.message.endswith("no write failure there in its logs (write probe not run)")
     assert result.warnings == (
-        "write probe not run: the model dir holds 100 bytes, over the 99-byte copy limit; only the logs "
-        "were read for failed writes to /opt/ml/model",
+        "write probe not run: the model dir's path cannot be an overlay's layer, and the model dir holds "
+        "100 bytes, over the 99-byte copy limit; only the logs were read for failed writes to /opt/ml/model",
     )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a whiteout is a character device: mknod needs root")
+def test_overlay_changes_reads_every_kind_of_write_from_the_upper_folder(tmp_path: Path) -> None:
+    lower, upper = tmp_path / "lower", tmp_path / "upper"
+    (lower / "code").mkdir(parents=True)
+    for name in ("weights.bin", "gone.txt", "mode.txt", "opened.txt"):
+        (lower / name).write_text(name)
+    (lower / "code" / "inference.py").write_text("x")
+    (upper / "code").mkdir(parents=True)
+    shutil.copystat(lower / "code", upper / "code")
+    (upper / "code" / "cache.pyc").write_bytes(b"c")  # created
+    os.mknod(upper / "gone.txt", 0o600 | stat.S_IFCHR, os.makedev(0, 0))  # a whiteout: removed
+    (upper / "weights.bin").write_text("longer weights")  # copied up and changed
+    shutil.copy2(lower / "mode.txt", upper / "mode.txt")
+    (upper / "mode.txt").chmod(0o600)
+    shutil.copy2(lower / "opened.txt", upper / "opened.txt")  # copied up, left as it was
+    assert overlay_changes(lower, upper) == [
+        "created /opt/ml/model/code/cache.pyc (file)",
+        "removed /opt/ml/model/gone.txt",
+        "changed the mode of /opt/ml/model/mode.txt (644 -> 600)",
+        "modified /opt/ml/model/weights.bin (11 -> 14 bytes)",
+        "opened /opt/ml/model/opened.txt for writing or changed its owner or times (content and mode "
+        "unchanged)",
+    ]
 
 
 def test_a_slow_invocation_costs_at_most_the_probe_wait_and_its_write_is_seen(

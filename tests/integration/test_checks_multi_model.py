@@ -25,6 +25,8 @@ from emulator.model.containers import MULTI_MODELS_LABEL
 from emulator.model.messages import missing_multi_models_label
 from emulator.process_owner import check_labels
 from emulator.runtime import labels
+from emulator.runtime.images import build_image
+from tests.fixtures.docker_env import MME_TAG
 from tests.fixtures.mme import mme_artifact
 from tests.fixtures.s3server import ACCESS_KEY, REGION, SECRET_KEY
 from tests.fixtures.twins import FAST_LIMITS
@@ -174,15 +176,39 @@ def test_unusable_model_data_fails_model_data_extracts_and_the_loads_point_there
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "x.tar.gz").write_bytes(b"not a gzip file")
-    for folder, words in (
-        (empty, f"--model-data {empty} holds no *.tar.gz artifact"),
-        (bad, "the artifact x.tar.gz cannot be extracted as SageMaker extracts it: not a gzip file"),
-    ):
-        checks = select(["model-data.extracts", "mme.load"])
-        config = CheckConfig(image=mme_image, model_data=str(folder), cache_dir=tmp_path / folder.name / "c")
-        extracts, loads = run_checks(checks, Target(config))
-        assert extracts.outcome is Outcome.FAILED and words in extracts.message, extracts.message
-        assert (loads.outcome, loads.message.endswith("see model-data.extracts")) == (Outcome.SKIPPED, True)
+    checks = select(["model-data.extracts", "mme.load"])
+    config = CheckConfig(image=mme_image, multi_model_data=str(empty), cache_dir=tmp_path / "empty-c")
+    extracts, loads = run_checks(checks, Target(config))
+    words = f"{empty} holds no *.tar.gz artifact"
+    assert extracts.outcome is Outcome.FAILED and words in extracts.message, extracts.message
+    assert (loads.outcome, loads.message.endswith("see model-data.extracts")) == (Outcome.SKIPPED, True)
+    config = CheckConfig(image=mme_image, model_data=str(bad), cache_dir=tmp_path / "bad-c")
+    extracts, loads = run_checks(checks, Target(config))
+    words = "the artifact x.tar.gz cannot be extracted as SageMaker extracts it: not a gzip file"
+    assert extracts.outcome is Outcome.FAILED and words in extracts.message, extracts.message
+    assert "and so are the single-model checks (they get its first artifact)" in extracts.message
+    assert (loads.outcome, loads.message.endswith("see model-data.extracts")) == (Outcome.SKIPPED, True)
+
+
+def test_a_model_folder_is_single_model_data_and_the_loads_skip_asking_for_the_prefix(
+    mme_image: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "model"  # no *.tar.gz: a model folder, mounted at /opt/ml/model as it is
+    folder.mkdir()
+    (folder / "answer.txt").write_text("alpha")
+    checks = select(["model-data.extracts", "mme.load"])
+    config = CheckConfig(image=mme_image, model_data=str(folder), cache_dir=tmp_path / "c")
+    extracts, loads = run_checks(checks, Target(config))
+    assert extracts.outcome is Outcome.PASSED, extracts.message
+    assert extracts.message.startswith(
+        f"{folder} extracted: 1 file(s), 5 bytes, mounted read-only at /opt/ml"
+    )
+    assert extracts.message.endswith(
+        f"no multi-model data ({folder} holds no *.tar.gz): the mme.* checks that load a model are skipped; "
+        "give a prefix of model.tar.gz files with --multi-model-data"
+    )
+    assert loads.outcome is Outcome.SKIPPED
+    assert loads.message.startswith(f"no multi-model data: --model-data {folder} holds no *.tar.gz")
 
 
 def smlocal_check(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -272,3 +298,111 @@ def test_a_describe_answering_a_one_entry_list_passes_with_a_warning(
         f"GET /models/{name} answers a JSON list holding the model's entry; SageMaker's contract says an "
         'object {"modelName": ..., "modelUrl": ...}'
     )
+
+
+# ------------------------------------------------------------------ an image with both kinds of endpoint
+
+DUAL_DIR = ROOT / "tests" / "fixtures" / "images" / "dual"
+#: The single-model checks the dual image failed while its /opt/ml/model was empty.
+SINGLE = ["invocations.serves", "invocations.timely"]
+
+
+@pytest.fixture(scope="session")
+def dual_image(docker_engine: Any, mme_image: str) -> str:
+    """The dual-labelled, TorchServe-style image (tests/fixtures/images/dual, FROM the mme image)."""
+    tag = MME_TAG.rsplit(":", 1)[0] + "-dual:latest"
+    build_image(DUAL_DIR, tag, buildargs={"MME_IMAGE": mme_image}, client=docker_engine)
+    return tag
+
+
+def dual_run(
+    image: str, tmp_path: Path, ids: list[str], **config: Any
+) -> tuple[dict[str, CheckResult], Target]:
+    target = Target(CheckConfig(image=image, limits=FAST_LIMITS, cache_dir=tmp_path / "check", **config))
+    return {r.id: r for r in (run_check(c, target) for c in select(ids))}, target
+
+
+def test_a_dual_image_serves_its_single_model_artifact_in_the_single_model_checks(
+    dual_image: str, tmp_path: Path, docker_engine: Any
+) -> None:
+    # The false fail: with /opt/ml/model empty, the image (like TorchServe) keeps every invocation waiting.
+    artifact = mme_artifact(tmp_path / "model.tar.gz", "alpha")
+    results, target = dual_run(dual_image, tmp_path, ["model-data", *SINGLE, "mme"], model_data=str(artifact))
+    try:
+        outcomes = {i: r.outcome for i, r in results.items()}
+        assert outcomes == dict.fromkeys(["model-data.extracts", *SINGLE, *MME_IDS], Outcome.PASSED), {
+            i: r.message for i, r in results.items()
+        }
+        (answer,) = results["invocations.serves"].evidence["answers"]
+        assert answer["status"] == 200 and '"answer": "alpha"' in answer["body"]
+        assert results["mme.load"].message.startswith("loaded model.tar.gz from /opt/ml/models/")
+        # the single-model container: the model at /opt/ml/model, no SAGEMAKER_MULTI_MODEL; the
+        # multi-model one: SAGEMAKER_MULTI_MODEL=true
+        shared = docker_engine.containers.get(target.healthy().handle.id).attrs
+        assert not any(e.startswith("SAGEMAKER_MULTI_MODEL=") for e in shared["Config"]["Env"])
+        (mount,) = [m for m in shared["Mounts"] if m["Destination"] == "/opt/ml/model"]
+        assert mount["RW"] is False and (Path(mount["Source"]) / "answer.txt").read_text() == "alpha"
+        run = mme_calls._RUNS[target]
+        assert run.container is not None
+        mme_env = docker_engine.containers.get(run.container.handle.id).attrs["Config"]["Env"]
+        assert "SAGEMAKER_MULTI_MODEL=true" in mme_env
+    finally:
+        target.close()
+
+
+def test_a_dual_image_given_a_prefix_serves_its_first_artifact_single_model(
+    dual_image: str, prefix: Path, tmp_path: Path
+) -> None:
+    results, target = dual_run(
+        dual_image, tmp_path, ["model-data", *SINGLE, "mme.load"], model_data=str(prefix)
+    )
+    target.close()
+    assert {i: r.outcome for i, r in results.items()} == dict.fromkeys(
+        ["model-data.extracts", *SINGLE, "mme.load"], Outcome.PASSED
+    ), {i: r.message for i, r in results.items()}
+    extracts = results["model-data.extracts"].message
+    assert extracts.startswith(f"{prefix} holds 2 artifact(s)")
+    assert "The single-model checks get its first artifact, a.tar.gz, extracted at /opt/ml/model" in extracts
+    (answer,) = results["invocations.serves"].evidence["answers"]
+    assert '"answer": "alpha"' in answer["body"]
+
+
+def test_a_dual_image_takes_the_single_model_data_and_the_prefix_apart(
+    dual_image: str, prefix: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "single"
+    folder.mkdir()
+    (folder / "answer.txt").write_text("gamma")
+    ids = ["model-data", "invocations.serves", "mme.load"]
+    results, target = dual_run(
+        dual_image, tmp_path, ids, model_data=str(folder), multi_model_data=str(prefix)
+    )
+    target.close()
+    assert {i: r.outcome for i, r in results.items()} == dict.fromkeys(
+        ["model-data.extracts", "invocations.serves", "mme.load"], Outcome.PASSED
+    ), {i: r.message for i, r in results.items()}
+    (answer,) = results["invocations.serves"].evidence["answers"]
+    assert '"answer": "gamma"' in answer["body"]
+    assert results["mme.load"].message.startswith("loaded a.tar.gz, team/b.tar.gz from /opt/ml/models/")
+
+
+def test_smlocal_check_takes_the_single_model_data_and_the_prefix_apart(
+    dual_image: str, prefix: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "single"
+    folder.mkdir()
+    (folder / "answer.txt").write_text("gamma")
+    report = tmp_path / "report.json"
+    given = ["--model-data", str(folder), "--multi-model-data", str(prefix)]
+    run = smlocal_check(dual_image, *given, "--check", "model-data", "--json", str(report), env={})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"model data {folder}; multi-model data {prefix}" in " ".join(run.stdout.split())
+    (result,) = json.loads(report.read_text())["results"]
+    assert result["outcome"] == "passed", result["message"]
+    assert result["message"].startswith(f"{folder} extracted: 1 file(s), 5 bytes, mounted read-only at")
+    assert f"; {prefix} holds 2 artifact(s)" in result["message"]
+    # with the prefix given apart, --model-data is single-model data: an S3 prefix there is a usage error
+    bad = smlocal_check(
+        dual_image, "--model-data", "s3://b/models/", "--multi-model-data", str(prefix), env={}
+    )
+    assert bad.returncode == 2 and "--model-data s3://b/models/" in bad.stderr, bad.stdout + bad.stderr
