@@ -15,7 +15,8 @@ skipped on SKIPPED.
 
 Installed with smlocal, this module is loaded by every pytest run: without --sagemaker-image it only
 adds its options (and loads contract_tests.pytest_fixtures, the fixtures for a user's own tests). It
-imports nothing but pytest and contract_tests.cli (the standard library only) until the option is given.
+imports nothing but pytest and contract_tests.payload_options (the standard library only) until the
+option is given.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from contract_tests.cli import PAYLOAD_OPTIONS, PayloadOption, UsageError, payload_fields, stream_payload
+from contract_tests.payload_options import (
+    PAYLOAD_OPTIONS,
+    PayloadOption,
+    UsageError,
+    payload_fields,
+    stream_payload,
+)
 
 if TYPE_CHECKING:
     from contract_tests.registry import Check
