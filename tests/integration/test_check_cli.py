@@ -159,6 +159,40 @@ def test_pytest_plugin_runs_checks_as_items(
     assert " 2 passed, " in run.stdout and " deselected" in run.stdout
 
 
+def test_pytest_plugin_items_keep_their_names_from_another_folder(
+    twin_image: Callable[[str], str], docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    """Run from a sub-folder of a project whose pytest settings make the rootdir (issue 24 item 13): the
+    items read `smlocal-contract::<check id>` in every line pytest prints, not `../../smlocal-contract`."""
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    here = tmp_path / "tests" / "contract"
+    here.mkdir(parents=True)
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    base = [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider"]
+    base += ["--sagemaker-image", twin_image("image.root"), "-k", "image.root or image.no-tini or mme.load"]
+    outputs = {}
+    for mode in ("--collect-only -q", "-rA", "-rA -v"):
+        run = subprocess.run(
+            [*base, *mode.split()], capture_output=True, text=True, cwd=here, env=env, timeout=300
+        )
+        assert f"rootdir: {tmp_path}" in run.stdout or mode.startswith("--collect"), run.stdout
+        assert "../" not in run.stdout, run.stdout
+        outputs[mode] = run.stdout
+    assert outputs["--collect-only -q"].splitlines()[:3] == [
+        "smlocal-contract::image.no-tini",
+        "smlocal-contract::image.root",
+        "smlocal-contract::mme.load",
+    ]
+    quiet = outputs["-rA"]
+    assert "\nsmlocal-contract .Fs" in quiet  # the progress line
+    assert "\nPASSED smlocal-contract::image.no-tini\n" in quiet
+    assert "\nFAILED smlocal-contract::image.root - Fix: " in quiet
+    assert "\nSKIPPED [1] smlocal-contract:1: mme.load: the image has no label" in quiet
+    verbose = outputs["-rA -v"]
+    assert "\nsmlocal-contract::image.root FAILED" in verbose
+    assert "\nsmlocal-contract::mme.load SKIPPED" in verbose
+
+
 # --- an image that serves nothing (every invocation answers 500) is never green ----------------------
 
 
