@@ -233,7 +233,8 @@ def run_with_progress(checks: Sequence[Check], target: Target, console: Console)
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=console, transient=True) as progress:
+    # off the terminal (CI logs) no live line: it would only leave a blank line behind
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
 
         def describe(index: int) -> str:
             if index >= len(checks):

@@ -166,7 +166,7 @@ def _reading() -> list[str]:
         "where they matter), then the link to its section here. Each reason for a skip is printed once,",
         "under the checks it covers (`mme.* (8 checks): the image has no label ...`). A passed check",
         "without a warning is only counted: its message is in `--json` and `--junit`, which list every",
-        "check with its own status and message, so that a passing run fits one screen (32 lines for",
+        "check with its own status and message, so that a passing run fits one screen (31 lines for",
         "the good echo image at 120 columns). The last line sums up the run",
         "(`18 passed, 1 failed in 14.2 s`) and repeats each **headline warning**: what must not be",
         "missed though no check failed, such as a model whose serving was never verified.",

@@ -171,7 +171,7 @@ def test_pytest_plugin_items_keep_their_names_from_another_folder(
     base = [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider"]
     base += ["--sagemaker-image", twin_image("image.root"), "-k", "image.root or image.no-tini or mme.load"]
     outputs = {}
-    for mode in ("--collect-only -q", "-rA", "-rA -v"):
+    for mode in ("--collect-only -q", "-rA", "-rA -vv"):
         run = subprocess.run(
             [*base, *mode.split()], capture_output=True, text=True, cwd=here, env=env, timeout=300
         )
@@ -188,8 +188,8 @@ def test_pytest_plugin_items_keep_their_names_from_another_folder(
     assert "\nPASSED smlocal-contract::image.no-tini\n" in quiet
     assert "\nFAILED smlocal-contract::image.root - Fix: " in quiet
     assert "\nSKIPPED [1] smlocal-contract:1: mme.load: the image has no label" in quiet
-    verbose = outputs["-rA -v"]
-    assert "\nsmlocal-contract::image.root FAILED" in verbose
+    verbose = outputs["-rA -vv"]
+    assert "\nsmlocal-contract::image.root FAILED" in verbose and " <- " not in verbose
     assert "\nsmlocal-contract::mme.load SKIPPED" in verbose
 
 
