@@ -149,3 +149,25 @@ def test_fix_is_not_repeated_when_the_message_says_it() -> None:
     assert report.explanation(own, "Use exec-form").count("Fix:") == 1
     assert render([own], {"start.healthy": "Use exec-form"}).count("Fix:") == 1
     assert "Fix: Use exec-form" in report.explanation(result(Outcome.FAILED), "Use exec-form")
+
+
+def test_run_with_progress_prints_groups_as_they_end_and_the_last_one_when_interrupted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import contract_tests.runner
+
+    done = [result(Outcome.PASSED, "image.a"), result(Outcome.PASSED, "start.a"), result(Outcome.FAILED)]
+
+    def run_checks(checks: Any, target: Any, on_result: Any) -> list[CheckResult]:
+        for r in done:
+            on_result(r)
+        raise KeyboardInterrupt  # Ctrl-C in the middle of the start group
+
+    monkeypatch.setattr(contract_tests.runner, "run_checks", run_checks)
+    buffer = io.StringIO()
+    out = Console(file=buffer, width=120, force_terminal=False)
+    with pytest.raises(KeyboardInterrupt):
+        console.run_with_progress([], object(), out)  # type: ignore[arg-type]
+    lines = buffer.getvalue().splitlines()
+    assert [line.split()[:2] for line in lines[:2]] == [["✓", "image"], ["✗", "start"]], lines
+    assert lines[2].lstrip().startswith("✗ start.healthy") and len(lines) == 3  # no live line off a terminal
