@@ -19,137 +19,21 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from contract_tests.payload_options import (
+    PAYLOAD_OPTIONS,
+    PayloadOption,
+    UsageError,
+    payload_fields,
+    stream_payload,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from contract_tests.registry import Check
-    from contract_tests.result import CheckResult
-    from contract_tests.target import CheckConfig, Target
-
-
-class UsageError(Exception):
-    """The command line cannot be run as given (exit 2)."""
-
-
-#: Where the payload options are recorded, in command-line order: [(kind, value)], kind one of PAYLOAD_KINDS.
-PAYLOAD_OPTIONS = "payload_options"
-PAYLOAD_KINDS = ("payload", "content_type", "accept")
-
-
-class PayloadOption(argparse.Action):
-    """--payload FILE, --content-type T and --accept T (or the plugin's --sagemaker-... ones), kept in
-    command-line order: a content type or accept applies to the --payload before it, and one given
-    before any --payload to the first (see payload_fields)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        kind = self.option_strings[-1].removeprefix("--").removeprefix("sagemaker-").replace("-", "_")
-        items = list(getattr(namespace, PAYLOAD_OPTIONS, None) or [])
-        items.append((kind, str(values)))
-        setattr(namespace, PAYLOAD_OPTIONS, items)
-
-
-def payload_fields(items: Sequence[tuple[str, str]], prefix: str = "--") -> dict[str, Any]:
-    """CheckConfig's payload fields (payload, content_type, accept, extra_payloads, payload_given) from
-    the payload options in command-line order; UsageError when they cannot be read or contradict.
-    `prefix` is how the options are spelt in messages (`--sagemaker-` for the pytest plugin)."""
-    from contract_tests.target import Payload
-
-    def flag(kind: str) -> str:
-        return prefix + kind.replace("_", "-")
-
-    given: list[dict[str, str]] = []
-    before: dict[str, str] = {}  # options before any --payload: the first payload's
-    for kind, value in items:
-        if kind == "payload":
-            given.append({"payload": value})
-            continue
-        if not value.strip():
-            raise UsageError(f"{flag(kind)} needs a media type, got {value!r}")
-        entry = given[-1] if given else before
-        if kind in entry:
-            owner = f"{flag('payload')} {entry['payload']}" if given else "the first payload"
-            raise UsageError(f"{flag(kind)} given twice for {owner}: {entry[kind]!r} and {value!r}")
-        entry[kind] = value
-    if given:
-        for kind, value in before.items():
-            if kind in given[0]:
-                raise UsageError(
-                    f"{flag(kind)} given twice for {flag('payload')} {given[0]['payload']}: {value!r} "
-                    f"(before it) and {given[0][kind]!r}"
-                )
-            given[0][kind] = value
-    payloads = []
-    for entry in given:
-        path = entry["payload"]
-        try:
-            body = Path(path).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{flag('payload')} {path}: {exc.strerror or exc}") from exc
-        payloads.append(
-            Payload(
-                body,
-                entry.get("content_type", "application/json"),
-                entry.get("accept"),
-                f"{flag('payload')} {path}",
-            )
-        )
-    first = payloads[0] if payloads else None
-    return {
-        "payload": first.body if first else b"{}",
-        "content_type": first.content_type if first else before.get("content_type", "application/json"),
-        "accept": first.accept if first else before.get("accept"),
-        "extra_payloads": tuple(payloads[1:]),
-        "payload_given": bool(payloads),
-        "payload_source": first.source if first else None,
-    }
-
-
-def stream_payload(streaming: bool, body: str | None, content_type: str | None, prefix: str = "--") -> Any:
-    """CheckConfig.stream (a Payload, or None without `streaming`) from --streaming, --stream-body
-    (JSON text, or @FILE) and --stream-content-type; UsageError when they cannot be used. `prefix` is how
-    the options are spelt in messages (`--sagemaker-` for the pytest plugin)."""
-    from contract_tests.target import DEFAULT_STREAM_BODY, DEFAULT_STREAM_SOURCE, Payload
-
-    if not streaming:
-        given = [
-            name for name, value in (("stream-body", body), ("stream-content-type", content_type)) if value
-        ]
-        if given:
-            raise UsageError(
-                f"{prefix}{given[0]} needs {prefix}streaming (the streaming checks run only with it)"
-            )
-        return None
-    media = "application/json" if content_type is None else content_type.strip()
-    if not media:
-        raise UsageError(f"{prefix}stream-content-type needs a media type, got {content_type!r}")
-    if body is None:
-        return Payload(DEFAULT_STREAM_BODY, media, None, DEFAULT_STREAM_SOURCE)
-    if body.startswith("@"):
-        try:
-            data = Path(body[1:]).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{prefix}stream-body {body}: {exc.strerror or exc}") from exc
-    else:
-        data = body.encode()
-    if media.split(";")[0].strip().lower().endswith(("/json", "+json")):
-        import json
-
-        try:
-            json.loads(data)
-        except ValueError as exc:
-            raise UsageError(
-                f"{prefix}stream-body is not JSON ({exc}); give JSON, @FILE, or another "
-                f"{prefix}stream-content-type"
-            ) from exc
-    return Payload(data, media, None, f"{prefix}stream-body")
+    from contract_tests.target import CheckConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -390,6 +274,7 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
     from rich.console import Console
     from rich.markup import escape
 
+    from contract_tests import console as console_report
     from contract_tests import report
     from contract_tests.target import Target
     from emulator.errors import EngineError, ImageNotFound
@@ -447,9 +332,11 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
         f"{f'; streaming with {escape(config.stream.source)}' if config.stream else ''}",
         highlight=False,
     )
-    results = _run_with_progress(checks, target, console)  # Ctrl-C: KeyboardInterrupt, answered by run()
+    results = console_report.run_with_progress(
+        checks, target, console
+    )  # Ctrl-C: KeyboardInterrupt, answered by run()
 
-    report.print_report(results, console, checks)
+    console_report.print_report(results, console, checks)
     properties = {"image": args.image, "image_id": image.id}
     if args.json:
         report.write_json(results, args.json, checks, properties=properties)
@@ -482,40 +369,6 @@ def _sigterm_cleans_up(err: Console) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _run_with_progress(checks: Sequence[Check], target: Target, console: Console) -> list[CheckResult]:
-    """run_checks with a live line for the running check (a spinner on a terminal) and one printed
-    line per finished check (what CI logs keep)."""
-    from rich.markup import escape
-    from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from contract_tests import report
-    from contract_tests.runner import run_checks
-
-    columns = (
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as progress:
-
-        def describe(index: int) -> str:
-            if index >= len(checks):
-                return "done"
-            return f"running [bold]{escape(checks[index].id)}[/] ({escape(checks[index].title)})"
-
-        task = progress.add_task(describe(0), total=len(checks))
-        done = 0
-
-        def on_result(result: CheckResult) -> None:
-            nonlocal done
-            done += 1
-            progress.console.print(report.progress_line(result))
-            progress.update(task, advance=1, description=describe(done))
-
-        return run_checks(checks, target, on_result=on_result)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,8 @@ skipped on SKIPPED.
 
 Installed with smlocal, this module is loaded by every pytest run: without --sagemaker-image it only
 adds its options (and loads contract_tests.pytest_fixtures, the fixtures for a user's own tests). It
-imports nothing but pytest and contract_tests.cli (the standard library only) until the option is given.
+imports nothing but pytest and contract_tests.payload_options (the standard library only) until the
+option is given.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from contract_tests.cli import PAYLOAD_OPTIONS, PayloadOption, UsageError, payload_fields, stream_payload
+from contract_tests.payload_options import (
+    PAYLOAD_OPTIONS,
+    PayloadOption,
+    UsageError,
+    payload_fields,
+    stream_payload,
+)
 
 if TYPE_CHECKING:
     from contract_tests.registry import Check
@@ -227,6 +234,11 @@ class ContractSession:
             report.result.append(ContractSuite.from_parent(collector, name=SUITE, nodeid=SUITE, state=self))
         return report
 
+    def pytest_sessionstart(self) -> None:
+        from contract_tests import pytest_names
+
+        pytest_names.keep_names(self.config, SUITE)  # the terminal reporter is there by now
+
     def pytest_sessionfinish(self) -> None:
         if self._target is not None:
             self._target.close()
@@ -303,11 +315,19 @@ class ContractItem(pytest.Item):
             return excinfo.value.text  # its first line is the short summary's (-r) text
         return super().repr_failure(excinfo, style=style)
 
+    @property
+    def location(self) -> tuple[str, int | None, str]:
+        # (relfspath, lineno, domain) as pytest computes it from reportinfo, but relative to no file:
+        # the suite's name, whichever folder pytest runs in (pytest_names)
+        return SUITE, 0, self.reportinfo()[2]
+
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        # location "smlocal-contract" (line 0: pytest wants one for skips reported at the item),
-        # headline "image.root: the image runs as root" (a domain that ends the node id would have its
-        # dots turned into "::" by the terminal reporter)
-        return self.path / SUITE, 0, f"{self.check.id}: {self.check.title}"
+        # location "smlocal-contract" in the folder pytest was started in (line 0: pytest wants one for
+        # skips reported at the item; see pytest_names), headline "image.root: the image runs as root"
+        # (a domain that ends the node id would have its dots turned into "::" by the terminal reporter)
+        from contract_tests import pytest_names
+
+        return pytest_names.location(self.config, SUITE), 0, f"{self.check.id}: {self.check.title}"
 
 
 def _indent(text: str) -> str:

@@ -1,4 +1,5 @@
-"""Reports of a contract run: the console table, JSON (`--json`) and JUnit XML (`--junit`).
+"""Reports of a contract run: JSON (`--json`), JUnit XML (`--junit`) and the text both share with the
+console (contract_tests.console) and the pytest plugin: summary line, exit code, fix-first explanations.
 
 Everything here works on CheckResults alone (plus, optionally, the Checks for their `fix` text), so it
 is tested with hand-made results and no Docker.
@@ -18,11 +19,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
 from contract_tests.registry import Check
 from contract_tests.result import CAUSE_CONTAINER_REMOVED, CheckResult, Outcome
 
@@ -37,15 +33,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 #: No Docker engine could be reached: nothing was checked.
 EXIT_NO_ENGINE = 3
-
-OUTCOME_STYLE = {
-    Outcome.PASSED: "green",
-    Outcome.FAILED: "bold red",
-    Outcome.ERROR: "bold magenta",
-    Outcome.SKIPPED: "yellow",
-}
-
-OUTCOME_MARK = {Outcome.PASSED: "✓", Outcome.FAILED: "✗", Outcome.ERROR: "!", Outcome.SKIPPED: "-"}
 
 ERROR_NOTE = (
     "An ERROR is a bug in the checker, not a verdict on the image; "
@@ -143,7 +130,7 @@ def result_json(result: CheckResult, fix: str = "") -> dict[str, Any]:
 def results_json(
     results: Iterable[CheckResult], checks: Iterable[Check] | Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    fixes = _fixes(checks)
+    fixes = fixes_of(checks)
     return [result_json(r, fixes.get(r.id, "")) for r in results]
 
 
@@ -251,95 +238,12 @@ def explanation(result: CheckResult, fix: str = "") -> str:
     return "\n".join(explain(result, fix).lines())
 
 
-def _fixes(checks: Iterable[Check] | Mapping[str, str] | None) -> Mapping[str, str]:
+def fixes_of(checks: Iterable[Check] | Mapping[str, str] | None) -> Mapping[str, str]:
     if checks is None:
         return {}
     if isinstance(checks, Mapping):
         return checks
     return {c.id: c.fix for c in checks}
-
-
-# --- console ----------------------------------------------------------------------------------------
-
-
-def progress_line(result: CheckResult) -> Text:
-    """One line for a finished check, printed while the run goes on: `✓ start.healthy  passed  0.84 s`."""
-    style = OUTCOME_STYLE[result.outcome]
-    line = Text()
-    line.append(f"{OUTCOME_MARK[result.outcome]} ", style=style)
-    line.append(f"{result.id:<28} ")
-    line.append(f"{result.outcome.value:<8}", style=style)
-    line.append(f"{result.duration_s:6.2f} s", style="dim")
-    if result.outcome is not Outcome.PASSED:
-        line.append(f"  {first_line(result.message)}", style="dim")
-    for warning in result.warnings:
-        line.append(f"\n  warning: {warning}", style="yellow")
-    return line
-
-
-def details(result: CheckResult, fix: str = "") -> RenderableType:
-    """The table's last column. A pass is one line (its message's first line, cut to fit: the progress
-    lines above the table and the JSON have it all); a skip says why; a failure or error is expanded,
-    fix first (explain()). Warnings follow, whatever the outcome: one `warning: ...` line each,
-    wrapped, not cut (a warning says what to change)."""
-    parts: list[Text] = []
-    if result.outcome in (Outcome.FAILED, Outcome.ERROR):
-        explained = explain(result, fix)
-        if explained.fix:
-            parts.append(Text(f"Fix: {explained.fix}", style="bold"))
-        if explained.seen:
-            seen, _, more = explained.seen.partition("\n")
-            parts.append(Text(seen))
-            if more.strip():
-                parts.append(Text(more.strip("\n"), style="dim"))
-        if explained.note:
-            parts.append(Text(explained.note, style="dim"))
-        if explained.see:
-            parts.append(Text(f"See {explained.see}", style="cyan"))
-    elif result.outcome is Outcome.SKIPPED:
-        parts.append(Text(first_line(result.message)))
-    elif result.message and result.message != "ok":
-        parts.append(Text(first_line(result.message), style="dim", no_wrap=True, overflow="ellipsis"))
-    loud = set(result.headline_warnings)
-    parts.extend(
-        Text(f"warning: {w}", style="bold yellow" if w in loud else "yellow") for w in result.warnings
-    )
-    return Group(*parts)
-
-
-def results_table(
-    results: Sequence[CheckResult], checks: Iterable[Check] | Mapping[str, str] | None = None
-) -> Table:
-    fixes = _fixes(checks)
-    table = Table(title="SageMaker hosting contract", title_justify="left")
-    table.add_column("check", no_wrap=True)
-    table.add_column("outcome", no_wrap=True)
-    table.add_column("time", justify="right", no_wrap=True)
-    table.add_column("details", overflow="fold", ratio=1)
-    for r in results:
-        table.add_row(
-            escape(r.id),
-            Text(r.outcome.value.upper(), style=OUTCOME_STYLE[r.outcome]),
-            f"{r.duration_s:.2f} s",
-            details(r, fixes.get(r.id, "")),
-        )
-    return table
-
-
-def print_report(
-    results: Sequence[CheckResult],
-    console: Console,
-    checks: Iterable[Check] | Mapping[str, str] | None = None,
-) -> None:
-    console.print(results_table(results, checks))
-    style = (
-        "bold red"
-        if exit_code(results) != EXIT_OK
-        else "bold yellow"
-        if headline_warnings(results)
-        else "green"
-    )
-    console.print(Text(summary(results), style=style))
 
 
 # --- JUnit XML --------------------------------------------------------------------------------------
@@ -361,7 +265,7 @@ def junit_xml(
     text fix first (explanation()), then its evidence. Each headline warning is a
     `<property name="warning">` of the suite and a line of the suite's <system-err> (its testcase's
     too); the suite's <system-out> is the summary line."""
-    fixes = _fixes(checks)
+    fixes = fixes_of(checks)
     found = counts(results)
     total_time = sum(r.duration_s for r in results)
     attrs = {

@@ -13,6 +13,8 @@ from pathlib import Path
 import docker
 import pytest
 
+from contract_tests import report
+from contract_tests.registry import all_checks
 from emulator.runtime import labels
 
 pytestmark = pytest.mark.docker
@@ -22,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CHEAP = ("image.root", "start.healthy")
 
 
-def smlocal_check(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+def smlocal_check(*args: str, cwd: Path, columns: int = 200) -> tuple[subprocess.CompletedProcess[str], int]:
     """Run `smlocal check ARGS`; returns the finished process and its pid (the containers' owner label)."""
-    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "COLUMNS": str(columns), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "emulator.cli", "check", *args],
         stdout=subprocess.PIPE,
@@ -42,12 +44,13 @@ def assert_no_containers_left(client: docker.DockerClient, pid: int) -> None:
     assert not left, f"smlocal check left containers: {[c.name for c in left]}"
 
 
-def test_check_good_image_exits_0_and_writes_reports(
+def test_check_good_image_fits_one_screen_and_writes_complete_reports(
     echo_image: str, docker_engine: docker.DockerClient, tmp_path: Path
 ) -> None:
+    """Every check on the good image (issue 24 item 6): a passing run prints at most 40 lines at CI's
+    width, the multi-models note once; the JSON and JUnit reports still list each check's own status."""
     run, pid = smlocal_check(
         echo_image,
-        *[a for check_id in CHEAP for a in ("--check", check_id)],
         "--startup-timeout",
         "30",
         "--json",
@@ -55,31 +58,45 @@ def test_check_good_image_exits_0_and_writes_reports(
         "--junit",
         "out.xml",
         cwd=tmp_path,
+        columns=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    for check_id in CHEAP:
-        assert check_id in run.stdout
-    assert "2 passed" in run.stdout and "PASSED" in run.stdout
+    lines = run.stdout.splitlines()
+    assert len(lines) <= 40, run.stdout  # 246 before
+    assert max(len(line) for line in lines) <= 120, run.stdout
+    assert run.stdout.count("capabilities.multi-models=true, so it cannot serve") == 1, run.stdout
+    assert "mme.* (8 checks): the image has no label" in run.stdout
+    assert "✓ image " in run.stdout and "skipped: bind-to-port" in run.stdout
     assert_no_containers_left(docker_engine, pid)
 
-    data = json.loads((tmp_path / "out.json").read_text())["results"]
-    assert [(d["id"], d["outcome"]) for d in data] == [(c, "passed") for c in CHEAP]
+    document = json.loads((tmp_path / "out.json").read_text())
+    data = document["results"]
+    assert lines[-3] == document["summary"] and document["exit_code"] == 0  # then the two reports
+    assert [d["id"] for d in data] == [c.id for c in all_checks()]
+    outcomes = {d["id"]: d["outcome"] for d in data}
+    assert outcomes["image.root"] == outcomes["start.healthy"] == "passed"
+    mme = [d for d in data if d["id"].startswith("mme.")]
+    assert len(mme) == 8 and all(d["outcome"] == "skipped" and "multi-models" in d["message"] for d in mme)
     for d in data:
         assert d["doc_url"] == f"docs/contract.md#{d['id'].replace('.', '-')}"
         assert d["title"] and d["message"] and d["duration_s"] >= 0 and d["warnings"] == []
 
     suite = ET.parse(tmp_path / "out.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("name") == "smlocal-contract"
+    counts = document["counts"]
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
-        "2",
+        str(len(data)),
         "0",
         "0",
-        "0",
+        str(counts["skipped"]),
     )
-    assert [(c.get("classname"), c.get("name")) for c in suite.iter("testcase")] == [
-        ("image", "image.root"),
-        ("start", "start.healthy"),
-    ]
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert list(cases) == [d["id"] for d in data]
+    assert cases["image.root"].get("classname") == "image" and cases["image.root"].find("skipped") is None
+    skipped = cases["mme.load"].find("skipped")
+    assert skipped is not None and skipped.get("message") == next(
+        d["message"] for d in mme if d["id"] == "mme.load"
+    )
 
 
 def test_check_twin_exits_1_with_the_failure_in_every_report(
@@ -94,6 +111,13 @@ def test_check_twin_exits_1_with_the_failure_in_every_report(
     assert_no_containers_left(docker_engine, pid)
     data = {d["id"]: d for d in json.loads((tmp_path / "out.json").read_text())["results"]}
     assert data["image.root"]["outcome"] == "failed"
+    # the console keeps the finding whole (a table cell wraps it: read the cells' text in order)
+    cells = " ".join(run.stdout.replace("│", " ").split())
+    seen, _ = report.split_fix(data["image.root"]["message"])
+    assert " ".join(seen.split()) in cells and " ".join(data["image.root"]["fix"].split()) in cells, (
+        run.stdout
+    )
+    assert "✗ image " in run.stdout and "✗ image.root" in run.stdout  # the group's line, then the check's
     failure = next(
         c for c in ET.parse(tmp_path / "out.xml").getroot().iter("testcase") if c.get("name") == "image.root"
     ).find("failure")
@@ -133,6 +157,40 @@ def test_pytest_plugin_runs_checks_as_items(
     for check_id in CHEAP:
         assert f"smlocal-contract::{check_id} PASSED" in run.stdout
     assert " 2 passed, " in run.stdout and " deselected" in run.stdout
+
+
+def test_pytest_plugin_items_keep_their_names_from_another_folder(
+    twin_image: Callable[[str], str], docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    """Run from a sub-folder of a project whose pytest settings make the rootdir (issue 24 item 13): the
+    items read `smlocal-contract::<check id>` in every line pytest prints, not `../../smlocal-contract`."""
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    here = tmp_path / "tests" / "contract"
+    here.mkdir(parents=True)
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    base = [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider"]
+    base += ["--sagemaker-image", twin_image("image.root"), "-k", "image.root or image.no-tini or mme.load"]
+    outputs = {}
+    for mode in ("--collect-only -q", "-rA", "-rA -vv"):
+        run = subprocess.run(
+            [*base, *mode.split()], capture_output=True, text=True, cwd=here, env=env, timeout=300
+        )
+        assert f"rootdir: {tmp_path}" in run.stdout or mode.startswith("--collect"), run.stdout
+        assert "../" not in run.stdout, run.stdout
+        outputs[mode] = run.stdout
+    assert outputs["--collect-only -q"].splitlines()[:3] == [
+        "smlocal-contract::image.no-tini",
+        "smlocal-contract::image.root",
+        "smlocal-contract::mme.load",
+    ]
+    quiet = outputs["-rA"]
+    assert "\nsmlocal-contract .Fs" in quiet  # the progress line
+    assert "\nPASSED smlocal-contract::image.no-tini\n" in quiet
+    assert "\nFAILED smlocal-contract::image.root - Fix: " in quiet
+    assert "\nSKIPPED [1] smlocal-contract:1: mme.load: the image has no label" in quiet
+    verbose = outputs["-rA -vv"]
+    assert "\nsmlocal-contract::image.root FAILED" in verbose and " <- " not in verbose
+    assert "\nsmlocal-contract::mme.load SKIPPED" in verbose
 
 
 # --- an image that serves nothing (every invocation answers 500) is never green ----------------------

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from contract_tests import docs, report
 from contract_tests.cli import check_config, selected
+from contract_tests.console import print_report
 from contract_tests.registry import Check, all_checks
 from contract_tests.result import CheckFailed, CheckResult, CheckSkipped, Outcome
 from emulator.cli import build_parser, main
@@ -102,50 +103,6 @@ def test_exit_code(outcomes: list[Outcome], code: int) -> None:
 def test_summary(results: list[CheckResult]) -> None:
     assert report.summary(results) == "1 passed, 1 failed, 1 error, 1 skipped in 0.5 s"
     assert report.summary([]) == "no checks in 0.0 s"
-
-
-# --- console ------------------------------------------------------------------------------------------
-
-
-def render(results: list[CheckResult], checks: Any = None, width: int = 100) -> str:
-    buffer = io.StringIO()
-    report.print_report(results, Console(file=buffer, width=width, force_terminal=False), checks)
-    return buffer.getvalue()
-
-
-def test_console_table_shows_outcomes_messages_fix_and_docs(results: list[CheckResult]) -> None:
-    out = render(results, {"start.healthy": "Answer 200 on /ping once the model is loaded."}, width=200)
-    for r in results:
-        assert r.id in out
-    for word in ("PASSED", "FAILED", "SKIPPED", "ERROR"):
-        assert word in out
-    assert "no 200 from /ping within 6 s: last answer HTTP 503" in out
-    assert "Fix: Answer 200 on /ping once the model is loaded." in out
-    assert "See docs/contract.md#start-healthy" in out
-    assert "warning: image is 11 GB" in out
-    assert "the container never became healthy" in out
-    assert "bug in the checker" in out
-    assert "1 passed, 1 failed, 1 error, 1 skipped" in out
-
-
-def test_console_survives_narrow_terminals_markup_and_empty_runs(results: list[CheckResult]) -> None:
-    odd = result(Outcome.FAILED, "x.[bold]y", message="[red]not markup[/red] \x1b[31m\n\nsecond", title="[/]")
-    assert "1 passed, 2 failed" in render([*results, odd], width=20)
-    out = render([odd], width=200)
-    assert "[red]not markup[/red]" in out and "x.[bold]y" in out  # shown as written, not as markup
-    assert "no checks" in render([])
-
-
-def test_fix_is_not_repeated_when_the_message_says_it() -> None:
-    own = result(Outcome.FAILED, message="exited with 1\nFix: exec the server")
-    assert report.explanation(own, "Use exec-form").count("Fix:") == 1
-    assert "Fix: Use exec-form" in report.explanation(result(Outcome.FAILED), "Use exec-form")
-
-
-def test_progress_lines() -> None:
-    for outcome in Outcome:
-        line = report.progress_line(result(outcome, warnings=("w",))).plain
-        assert "start.healthy" in line and outcome.value in line and "warning: w" in line
 
 
 # --- JSON ---------------------------------------------------------------------------------------------
@@ -446,41 +403,10 @@ def test_summary_line_repeats_headline_warnings() -> None:
 # --- issue 10: a report people read -------------------------------------------------------------------
 
 
-def _passing_run(n: int = 30) -> list[CheckResult]:
-    """`n` passing checks with long, some multi-line, messages (as the real checks write them)."""
-    return [
-        result(
-            Outcome.PASSED,
-            f"group{i % 6}.rule-number-{i}",
-            message=f"check {i} passed: " + "measured and fine, " * 12 + ("\nsecond line" if i % 3 else ""),
-        )
-        for i in range(n)
-    ]
-
-
-def test_passing_table_is_one_line_per_check_at_width_120() -> None:
-    results = _passing_run(30)
-    lines = render(results, width=120).splitlines()
-    # title, top border, header, header rule, one row per check, bottom border, summary line
-    assert len(lines) <= len(results) + 6, "\n".join(lines)
-    assert all(len(line) <= 120 for line in lines)
-    row = next(line for line in lines if "group0.rule-number-0" in line)
-    assert "check 0 passed: measured and fine" in row and "…" in row  # cut to fit, not wrapped
-    assert "second line" not in "\n".join(lines)
-    assert lines[-1] == "30 passed in 3.7 s"
-
-
-def test_warnings_stay_visible_in_full_and_add_only_their_own_lines() -> None:
-    long = "image is 11.2 GB: over SageMaker serverless's 10 GB image limit; " + "more advice " * 8 + "END"
-    results = [
-        *_passing_run(10),
-        result(Outcome.PASSED, "image.size", message="image size 11.2 GB", warnings=("short one", long)),
-    ]
-    out = render(results, width=120)
-    lines = out.splitlines()
-    # the short warning adds one line, the long one (about 170 characters) its wrapped three
-    assert len(lines) == len(results) + 6 + 1 + 3, out
-    assert "warning: short one" in out and "END" in out  # a warning is wrapped, never cut
+def render(results: list[CheckResult], checks: Any = None, width: int = 100) -> str:
+    buffer = io.StringIO()
+    print_report(results, Console(file=buffer, width=width, force_terminal=False), checks)
+    return buffer.getvalue()
 
 
 def test_failure_shows_fix_first_then_what_was_seen_then_the_docs() -> None:
@@ -502,7 +428,7 @@ def test_failure_shows_fix_first_then_what_was_seen_then_the_docs() -> None:
     plain = report.explanation(result(Outcome.FAILED), "Answer 200 on /ping.")
     assert plain.splitlines()[0] == "Fix: Answer 200 on /ping."
     assert plain.splitlines()[1] == "no 200 from /ping within 6 s: last answer HTTP 503"
-    out = render([failed], width=120)
+    out = render([failed], width=120)  # the console keeps the whole message, in this order
     assert out.index("Fix: load the model") < out.index("got a timeout") < out.index("ValueError: boom")
     assert out.index("ValueError: boom") < out.index("See docs/contract.md#invocations-timely")
     assert out.count("Fix:") == 1
