@@ -69,7 +69,11 @@ def test_good_image_messages_of_the_first_call_checks(run_one: RunOne, echo_imag
 
 def test_every_check_of_the_groups_has_a_twin() -> None:
     # media.py and keepalive.py checks (invocations.* too) are asserted in their own test files
-    own = ("contract_tests.checks.accept", "contract_tests.checks.invocations")
+    own = (
+        "contract_tests.checks.accept",
+        "contract_tests.checks.invocations",
+        "contract_tests.checks.envelope",
+    )
     registered = [c.id for c in select(["accept", "invocations"]) if c.func.__module__ in own]
     assert registered == CHECKS
     twins = Path(__file__).parents[1] / "fixtures" / "twins"

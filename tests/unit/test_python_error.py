@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contract_tests.checks.startup import python_error
+from contract_tests.checks.start_logs import python_error
 
 GUNICORN = """[INFO] Starting gunicorn 23.0.0
 [ERROR] Exception in worker process
