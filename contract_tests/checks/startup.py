@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 
-from contract_tests.checks.start_logs import log_block, python_error
+from contract_tests.checks.start_logs import exited_verdict, log_block
 from contract_tests.checks.start_run import (
     describe_ping,
     dur,
@@ -54,7 +54,9 @@ _SHOWN_BODY = 80
     "image's CMD); the image's ENTRYPOINT must accept `serve` and keep the server running in the "
     "foreground, or the variant fails with CannotStartContainerError (hosting contract §3.1, Launch).",
     fix="Make the ENTRYPOINT accept the argument `serve` and run the model server in the foreground "
-    "(exec it, do not daemonise it); with no ENTRYPOINT, install an executable named `serve` on the PATH.",
+    "(exec it, do not daemonise it); with no ENTRYPOINT, install an executable named `serve` on the PATH. "
+    "When the container's log names a cause (a Python error, a model folder not found in /opt/ml/model), "
+    "the failure leads with that line: fix that first, the ENTRYPOINT may be right.",
     before="""
         # `docker run IMAGE serve` replaces CMD with `serve`, which is no program in this image
         CMD ["python3", "/opt/program/server.py"]
@@ -79,30 +81,7 @@ def no_exit(ctx: CheckContext) -> str:
         ) from None
     ctx.evidence.update(startup_evidence(startup))
     if startup.exited:
-        code = startup.exit_code
-        hint = ""
-        if code in (126, 127):
-            hint = f" Exit code {code} is the shell's 'command not executable/not found'."
-        error = python_error(startup.all_logs or startup.logs)
-        fix = (
-            "The ENTRYPOINT must accept the argument `serve` and keep the HTTP server running in the "
-            "foreground."
-        )
-        if error is not None:
-            ctx.evidence["python_error"] = error
-            fix = (
-                f"The log shows a Python error at start: `{error}`. Fix that first (a package missing from "
-                "the image, an import or a file that fails at start): the ENTRYPOINT itself may be right. "
-                + fix
-            )
-        raise CheckFailed(
-            f"`docker run {image} serve` exited with code {code} after {dur(startup.elapsed_s)}, before "
-            f"GET /ping ever answered 200 ({plural(startup.attempts, 'attempt')}).{hint} "
-            f"{log_block(startup.logs)}\n"
-            f"{fix}",
-            exit_code=code,
-            logs=startup.logs,
-        )
+        raise exited_verdict(ctx, startup)
     if startup.healthy:
         container = ctx.target.healthy()
         state = container.state()
