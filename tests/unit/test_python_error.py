@@ -1,4 +1,4 @@
-"""start.no-exit's reading of a failed start's log: a Python traceback's cause, else the last error-looking lines."""
+"""start.no-exit's reading of a failed start's log: a traceback's cause, else its last error lines."""
 
 from __future__ import annotations
 
