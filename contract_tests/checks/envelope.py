@@ -9,6 +9,7 @@ themselves are in contract_tests/checks/calls.py.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import NoReturn
@@ -29,56 +30,128 @@ from contract_tests.result import CheckFailed, CheckSkipped
 from contract_tests.target import CheckContext, RunningContainer
 
 CONTENT_TYPE_FIX = (
-    "Set a Content-Type header on every answer to /invocations (SageMaker returns it to the client as "
-    "ContentType), and answer a request that carries Content-Type and Accept without a server error "
-    "(an unsupported type deserves 415 or 406)."
+    "Set a Content-Type header on every answer to /invocations that says what the body is (SageMaker "
+    "returns it to the client as ContentType), and answer a request that carries an Accept without a "
+    "server error (`*/*` accepts anything; an Accept you cannot produce deserves 406)."
 )
+
+#: The Accept a client sends when its caller chose none: the SageMaker Python SDK's Predictor sends its
+#: deserializer's ACCEPT, `*/*` for the default BytesDeserializer (python-requests and curl send `*/*`
+#: too). boto3 and the AWS CLI send no Accept unless given one: the configured request without --accept
+#: is that client. [U] what SageMaker forwards when the client sent none (hosting contract §3.6).
+CLIENT_ACCEPT = "*/*"
+
+#: The fix for a JSON body labelled as something else (Flask labels a str return text/html).
+MISLABELLED_FIX = (
+    "Label a JSON answer `Content-Type: application/json`: in Flask return `flask.jsonify(result)` or "
+    "`flask.Response(body, mimetype='application/json')` (a str returned from a view is labelled "
+    "`text/html; charset=utf-8`), in FastAPI a dict or JSONResponse, with http.server send the header."
+)
+
+
+def _media(answer: Answer) -> str:
+    label: str = answer.headers.get("content-type", "")
+    return label.split(";", 1)[0].strip().lower()
+
+
+def _json_body(answer: Answer) -> bool:
+    """The answer's body is a JSON object or array (a bare number or string could be any text)."""
+    body = answer.body.strip()
+    if answer.truncated or not body or body[:1] not in (b"{", b"["):
+        return False
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+def _mislabelled(answers: dict[str, Answer]) -> str | None:
+    """The warning for 2xx answers whose body is JSON but whose Content-Type says otherwise, or None."""
+    wrong = {
+        name: a
+        for name, a in answers.items()
+        if a.ok
+        and _json_body(a)
+        and _media(a)
+        and not (_media(a).endswith("/json") or _media(a).endswith("+json"))
+    }
+    if not wrong:
+        return None
+    label = next(iter(wrong.values())).headers.get("content-type", "")
+    media = _media(next(iter(wrong.values())))
+    return (
+        f"the body is JSON but labelled {media}: POST /invocations with {' and with '.join(wrong)} was "
+        f"answered with a JSON body and Content-Type: {label}. SageMaker returns that label to the client "
+        f"as ContentType: clients that pick a parser by it (or show text/html as a page) do not read JSON. "
+        f"Fix: {MISLABELLED_FIX}"
+    )
+
+
+def _accepts(accept: str, media: str) -> bool:
+    """`media` is one of the types (or type/* or */*) the Accept header lists."""
+    for item in accept.split(","):
+        wanted = item.split(";", 1)[0].strip().lower()
+        if wanted in ("*/*", media) or (wanted.endswith("/*") and media.startswith(wanted[:-1])):
+            return True
+    return False
 
 
 @check(
     "invocations.content-type",
-    "answers carry a Content-Type; Content-Type and Accept are handled",
+    "answers carry a Content-Type that says what the body is; an Accept is handled",
     "SageMaker forwards the client's Content-Type and Accept and copies the container's response "
-    "Content-Type to the client (hosting contract §3.6). A 2xx answer with a body must carry a "
-    "Content-Type, and a request with Content-Type and Accept must be answered without a 5xx.",
+    "Content-Type to the client as ContentType (hosting contract §3.6). A 2xx answer with a body must "
+    "carry a Content-Type, and a request with the Accept a client sends by default (the SageMaker Python "
+    "SDK's `*/*`; boto3 sends none, and what SageMaker forwards then is undocumented [U]) must be answered "
+    "without a 5xx. A JSON body labelled as another type (Flask's `text/html` for a returned str) is a "
+    "warning.",
     CONTENT_TYPE_FIX,
-    before="""def do_POST(self):
-    self.send_response(200)  # no Content-Type: the client gets application/octet-stream
-    self.end_headers(); self.wfile.write(result)""",
-    after="""def do_POST(self):
-    self.send_response(200)
-    self.send_header("Content-Type", "application/json")
-    self.end_headers(); self.wfile.write(result)""",
+    before="""@app.post("/invocations")
+def invocations():
+    return json.dumps(predict(request.get_json()))  # Flask labels a str: text/html; charset=utf-8""",
+    after="""@app.post("/invocations")
+def invocations():
+    return flask.jsonify(predict(request.get_json()))  # application/json""",
 )
 def content_type(ctx: CheckContext) -> str:
     container = ctx.target.healthy()
-    ct = ctx.config.content_type
+    ct, accept = ctx.config.content_type, ctx.config.accept
+    plain_name = f"Content-Type: {ct}" + (f", Accept: {accept}" if accept else "")
     with container.client() as client:
         plain = baseline(ctx, client)
         skip = variants_skip(ctx, "invocations.content-type", 1)
         if skip is not None:
-            _content_type_of_baseline(ctx, container, plain, skip)
-        with_accept = invoke(ctx, client, headers={"Accept": ct})
-    answers = {f"Content-Type: {ct}": plain, f"Content-Type and Accept: {ct}": with_accept}
+            _content_type_of_baseline(ctx, container, plain, plain_name, skip)
+        if accept == CLIENT_ACCEPT:  # the configured request is the SDK's: try boto3's, without Accept
+            probe_name, probe_what = f"Content-Type: {ct} and no Accept", "no Accept (boto3's default)"
+            probe = invoke(ctx, client, body=ctx.config.payload)
+        else:
+            probe_name = f"Content-Type: {ct}, Accept: {CLIENT_ACCEPT}"
+            probe_what = (
+                f"Accept: {CLIENT_ACCEPT} (what the SageMaker Python SDK's Predictor sends by default)"
+            )
+            probe = invoke(ctx, client, headers={"Accept": CLIENT_ACCEPT})
+    answers = {plain_name: plain, probe_name: probe}
     ctx.evidence["answers"] = {
         name: {"status": a.status, "error": a.error, "content_type": a.headers.get("content-type")}
         for name, a in answers.items()
     }
     problems: list[str] = []
     if plain.status is not None and plain.status < 500:
-        if not with_accept.answered:
-            problems.append(f"POST /invocations with Accept: {ct} got {with_accept.describe()}")
-        elif with_accept.status is not None and with_accept.status >= 500:
+        if not probe.answered:
+            problems.append(f"POST /invocations with {probe_what} got {probe.describe()}")
+        elif probe.server_error:
             problems.append(
-                f"POST /invocations with Accept: {ct} was answered HTTP {with_accept.status} "
-                f"({with_accept.excerpt()!r}) where the same request without Accept gets HTTP {plain.status}"
+                f"POST /invocations with {probe_what} was answered HTTP {probe.status} "
+                f"({probe.excerpt()!r}) where the same request with {plain_name} gets HTTP {plain.status}"
             )
     checked = 0
     for name, answer in answers.items():
         if answer.status is None:
             continue
         has_type = bool(answer.headers.get("content-type", "").strip())
-        if 200 <= answer.status < 300 and answer.size:
+        if answer.ok and answer.size:
             checked += 1
             if not has_type:
                 problems.append(
@@ -89,10 +162,11 @@ def content_type(ctx: CheckContext) -> str:
             ctx.warn(
                 f"POST /invocations with {name} was answered HTTP {answer.status} without a Content-Type"
             )
-    if 200 <= (with_accept.status or 0) < 300:
-        got = with_accept.headers.get("content-type", "").split(";")[0].strip().lower()
-        if got and got != ct.split(";")[0].strip().lower():
-            ctx.warn(f"Accept: {ct} was answered with Content-Type {got}")
+    mislabelled = _mislabelled(answers)
+    if mislabelled:
+        ctx.warn(mislabelled)
+    elif accept and plain.ok and _media(plain) and not _accepts(accept, _media(plain)):
+        ctx.warn(f"Accept: {accept} was answered with Content-Type {_media(plain)}")
     if problems:
         raise CheckFailed(
             "; ".join(problems) + f".{container_note(container)} Fix: {CONTENT_TYPE_FIX}",
@@ -100,37 +174,39 @@ def content_type(ctx: CheckContext) -> str:
         )
     if not checked:
         raise CheckSkipped(
-            f"no 2xx answer with a body to check (HTTP {plain.status}, HTTP {with_accept.status}): configure "
-            "a payload the model accepts to check the response Content-Type"
-            + errors_note([plain, with_accept])
+            f"no 2xx answer with a body to check (HTTP {plain.status}, HTTP {probe.status}): configure "
+            "a payload the model accepts to check the response Content-Type" + errors_note([plain, probe])
         )
     return (
         f"answered HTTP {plain.status} with Content-Type {plain.headers.get('content-type')!r}; with "
-        f"Accept: {ct}, HTTP {with_accept.status} with Content-Type "
-        f"{with_accept.headers.get('content-type')!r}"
+        f"{probe_what.split(' (', 1)[0]}, HTTP {probe.status} with Content-Type "
+        f"{probe.headers.get('content-type')!r}"
     )
 
 
 def _content_type_of_baseline(
-    ctx: CheckContext, container: RunningContainer, plain: Answer, skipped: CheckSkipped
+    ctx: CheckContext, container: RunningContainer, plain: Answer, name: str, skipped: CheckSkipped
 ) -> NoReturn:
     """invocations.content-type on a slow model: the configured request's answer alone is judged (a 2xx
-    body without a Content-Type fails); the Accept variant is not sent, so the check is skipped."""
+    body without a Content-Type fails, a mislabelled JSON body warns); the Accept variant is not sent,
+    so the check is skipped."""
     ctx.evidence["answers"] = {
-        f"Content-Type: {ctx.config.content_type}": {
+        name: {
             "status": plain.status,
             "error": plain.error,
             "content_type": plain.headers.get("content-type"),
         }
     }
     has_type = bool(plain.headers.get("content-type", "").strip())
-    if plain.status is not None and 200 <= plain.status < 300 and plain.size and not has_type:
+    if plain.ok and plain.size and not has_type:
         raise CheckFailed(
-            f"POST /invocations with Content-Type: {ctx.config.content_type} was answered HTTP "
-            f"{plain.status} with a {plain.size}-byte body and no Content-Type header."
-            f"{container_note(container)} Fix: {CONTENT_TYPE_FIX}",
+            f"POST /invocations with {name} was answered HTTP {plain.status} with a {plain.size}-byte body "
+            f"and no Content-Type header.{container_note(container)} Fix: {CONTENT_TYPE_FIX}",
             log_tail=container.log_tail(),
         )
+    mislabelled = _mislabelled({name: plain})
+    if mislabelled:
+        ctx.warn(mislabelled)
     got = plain.headers.get("content-type")
     seen = f"HTTP {plain.status} " + (f"with Content-Type {got!r}" if got else "without a Content-Type")
     raise CheckSkipped(
