@@ -100,7 +100,7 @@ def exited_verdict(ctx: CheckContext, startup: Startup) -> CheckFailed:
             + ENTRYPOINT_FIX
         )
     elif cause:
-        fix = f"Act on what the container's log says first: {_cause_hint(ctx, ' '.join(cause))}"
+        fix = f"The container's log says `{' / '.join(cause)}`: {_cause_hint(ctx, ' '.join(cause))}"
     else:
         return CheckFailed(
             f"{seen} {log_block(startup.logs)}\n{ENTRYPOINT_FIX}", exit_code=code, logs=startup.logs
@@ -117,17 +117,17 @@ def _cause_hint(ctx: CheckContext, cause: str) -> str:
     """What the container's own error line points at: the model data, the `serve` argument, or neither."""
     if "/opt/ml/model" in cause or re.search(r"\bmodel\b", cause, re.IGNORECASE):
         given = (
-            "no --model-data was given, so /opt/ml/model was an empty folder: give the checks the model data "
-            "the image serves with --model-data. "
+            "No --model-data was given, so /opt/ml/model was empty: give the model data the image serves "
+            "with --model-data. "
             if not ctx.config.model_data
             else ""
         )
         return (
-            f"it is about the model data, not the ENTRYPOINT. {given}SageMaker extracts model.tar.gz into "
-            "/opt/ml/model exactly as it was packed: the folders and files the server looks for must be at "
-            "those paths inside the archive (compare `tar tzf model.tar.gz` with what the server expects, "
-            "e.g. a sub-folder it names), or the server must find them where they are."
+            f"that is about the model data, not the ENTRYPOINT. {given}SageMaker extracts model.tar.gz into "
+            "/opt/ml/model as it was packed: put the folders and files the server looks for at those paths "
+            "in the archive (compare `tar tzf model.tar.gz` with what the server expects), or make the "
+            "server find them where they are."
         )
     if re.search(r"\bserve\b", cause):
         return f"the program does not take SageMaker's `serve` argument. {ENTRYPOINT_FIX}"
-    return f"the ENTRYPOINT itself may be right. {ENTRYPOINT_FIX}"
+    return f"fix that first; the ENTRYPOINT itself may be right. {ENTRYPOINT_FIX}"

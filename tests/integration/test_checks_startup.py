@@ -107,9 +107,10 @@ def test_no_exit_fails_when_the_entrypoint_rejects_serve(
     assert failed.message.startswith(
         "The container's log says: entrypoint.sh: unknown command 'serve'; usage: entrypoint.sh start\n"
     )
-    assert "Fix: Act on what the container's log says first: the program does not take SageMaker's " in (
-        failed.message
+    fix = (
+        "Fix: The container's log says `entrypoint.sh: unknown command 'serve'; usage: entrypoint.sh start`: "
     )
+    assert f"{fix}the program does not take SageMaker's " in (failed.message)
     assert "The ENTRYPOINT must accept the argument `serve`" in failed.message
     assert {o for i, o in outcomes(results).items() if i != "start.no-exit"} == {Outcome.SKIPPED}
 
@@ -128,15 +129,19 @@ def test_no_exit_leads_with_the_log_line_of_a_serve_that_finds_no_model_folder(
     assert second.startswith(f"`docker run {image} serve` exited with code 0 after ")
     assert "Exit code 0: the program ended by its own decision, not by a crash or a signal." in second
     assert (
-        "Fix: Act on what the container's log says first: it is about the model data, not the ENTRYPOINT."
-        in (second)
+        "Fix: The container's log says `serve: no model folder found in /opt/ml/model`: that is about the model "
+        "data, not the ENTRYPOINT." in (second)
     )
-    assert "no --model-data was given, so /opt/ml/model was an empty folder" in second
+    assert (
+        "No --model-data was given, so /opt/ml/model was empty: give the model data the image serves"
+        in second
+    )
     assert "`tar tzf model.tar.gz`" in second
     assert "serve: looking for a model folder in /opt/ml/model" in failed.message  # the last log lines
     assert "The ENTRYPOINT must accept" not in failed.message
     assert failed.evidence["cause"] == ["serve: no model folder found in /opt/ml/model"]
-    assert report.explain(failed).fix.startswith("Act on what the container's log says first")
+    # The report shows the fix first: it leads with the log line too.
+    assert report.explain(failed).fix.startswith("The container's log says `serve: no model folder found in ")
     assert {o for i, o in outcomes(results).items() if i != "start.no-exit"} == {Outcome.SKIPPED}
 
     # The same image with model data that has the sub-folder: it serves.
@@ -165,8 +170,10 @@ def test_no_exit_given_model_data_points_at_its_layout(
     assert failed.message.startswith(
         "The container's log says: serve: no model folder found in /opt/ml/model\n"
     )
-    assert "it is about the model data, not the ENTRYPOINT. SageMaker extracts model.tar.gz" in failed.message
-    assert "no --model-data was given" not in failed.message
+    assert (
+        "that is about the model data, not the ENTRYPOINT. SageMaker extracts model.tar.gz" in failed.message
+    )
+    assert "No --model-data was given" not in failed.message
 
 
 def test_no_exit_fails_when_docker_cannot_run_serve(
