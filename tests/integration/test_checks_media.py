@@ -115,6 +115,21 @@ def test_charset_only_model_fails_on_the_bare_type(run_one: RunOne, twin_image: 
     }
 
 
+def test_charset_only_flask_model_fails_on_the_bare_type(run_one: RunOne, mediaapp_image: str) -> None:
+    """The same trap on Flask under gunicorn: `request.content_type == "text/csv; charset=utf-8"`."""
+    env = {"MODE": "naive", "NAIVE_CSV_TYPE": "text/csv; charset=utf-8"}
+    csv = {"payload": b"1,2\n3,4\n", "content_type": "text/csv; charset=utf-8"}
+    result = run_one("invocations.media-params", mediaapp_image, environment=env, **csv)
+    assert result.outcome is Outcome.FAILED, result.message
+    assert result.message.startswith(
+        "POST /invocations with the charset parameter removed from the Content-Type was refused: "
+        "Content-Type: text/csv was answered HTTP 500"
+    )
+    assert "Internal Server Error" in result.message  # Flask's page, quoted
+    assert "where Content-Type: text/csv; charset=utf-8 gets HTTP 200" in result.message
+    assert "Fix: Compare the media type, not the whole header" in result.message
+
+
 def test_charset_given_is_tried_bare_too(run_one: RunOne, echo_image: str) -> None:
     result = run_one("invocations.media-params", echo_image, content_type="text/csv; charset=utf-8")
     message = passed(result, "invocations.media-params")
