@@ -54,17 +54,27 @@ _ERROR_WORDS = re.compile(
 )
 #: At most this many error-looking lines in a row lead a message.
 CAUSE_LINES = 3
+#: Only the last lines of the log are searched: a program gives up right after saying why, and an early
+#: error-looking line (`no GPU found, using CPU`) is no reason for an exit.
+CAUSE_WINDOW = 10
+#: A line marked with a level below warning is no error, whatever its words.
+_QUIET_LEVEL = re.compile(r"\b(?:INFO|DEBUG|TRACE)\b")
+
+
+def _looks_like_error(line: str) -> bool:
+    return bool(_ERROR_WORDS.search(line)) and not _QUIET_LEVEL.search(line)
 
 
 def error_lines(logs: str) -> list[str]:
-    """The last error-looking line of the log, with the error-looking lines right before it (up to
-    CAUSE_LINES): what a program says last before it gives up. [] when no line looks like an error."""
-    lines = [line.strip() for line in logs.splitlines() if line.strip()]
-    last = next((i for i in range(len(lines) - 1, -1, -1) if _ERROR_WORDS.search(lines[i])), None)
+    """The last error-looking line among the log's last CAUSE_WINDOW lines, with the error-looking lines
+    right before it (up to CAUSE_LINES): what a program says last before it gives up. [] when none of
+    those lines looks like an error."""
+    lines = [line.strip() for line in logs.splitlines() if line.strip()][-CAUSE_WINDOW:]
+    last = next((i for i in range(len(lines) - 1, -1, -1) if _looks_like_error(lines[i])), None)
     if last is None:
         return []
     first = last
-    while first > 0 and last - first + 1 < CAUSE_LINES and _ERROR_WORDS.search(lines[first - 1]):
+    while first > 0 and last - first + 1 < CAUSE_LINES and _looks_like_error(lines[first - 1]):
         first -= 1
     return lines[first : last + 1]
 

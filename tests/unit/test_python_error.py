@@ -49,3 +49,10 @@ def test_lines_without_an_error_name_nothing() -> None:
     assert error_lines("echo: exiting at start with 3\n") == []
     assert error_lines("a terror and a mirror\nall 3 models loaded\n") == []
     assert error_lines("") == []
+
+
+def test_only_the_end_of_the_log_and_no_info_lines_count() -> None:
+    early = "cuda: no GPU found, using CPU\n" + "".join(f"loading shard {i}\n" for i in range(12))
+    assert error_lines(early + "done\n") == []
+    assert error_lines("[INFO] no GPU found, using CPU\nstarting\n") == []
+    assert error_lines("2026-12-03 INFO missing optional config, using defaults\nstopped\n") == []
