@@ -71,6 +71,7 @@ CHECK_MODULES = (
     "contract_tests.checks.bind_port",
     "contract_tests.checks.accept",
     "contract_tests.checks.invocations",
+    "contract_tests.checks.envelope",
     "contract_tests.checks.media",
     "contract_tests.checks.keepalive",
     "contract_tests.checks.model_dir",

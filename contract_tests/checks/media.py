@@ -104,19 +104,49 @@ def quote(answer: Answer) -> str:
 MEDIA_PARAMS_FIX = (
     "Compare the media type, not the whole header: parse Content-Type and ignore its parameters "
     "(Flask `request.mimetype`, `content_type.split(';')[0].strip().lower()`, starlette "
-    "`request.headers['content-type'].partition(';')[0]`) and honour charset when decoding text."
+    "`request.headers['content-type'].partition(';')[0]`) and honour charset when decoding text "
+    "(UTF-8 when none is given)."
 )
+
+#: Who sends a media type with a charset added (the probe in one direction) ...
+ADDERS = "Clients that add it (Java's HTTP clients, browsers, libraries that encode text)"
+#: ... and who sends it bare (the other direction).
+BARE_SENDERS = (
+    "Clients that send the bare type (the SageMaker Python SDK's serializers: CSVSerializer sends "
+    "`text/csv`, JSONSerializer `application/json`; boto3 and the AWS CLI send the ContentType their "
+    "caller wrote)"
+)
+
+
+def charset_removed(content_type: str) -> str:
+    """`content_type` without its charset parameter (other parameters kept, in their order)."""
+    media, *params = (part.strip() for part in content_type.split(";"))
+    kept = [p for p in params if p and p.split("=", 1)[0].strip().lower() != "charset"]
+    return "; ".join([media, *kept])
+
+
+def variants(content_type: str) -> list[tuple[str, bool]]:
+    """The Content-Types to try for a configured one, each with True when it adds a charset. A bare type
+    gets each of CHARSET_VARIANTS; one with a charset gets itself without it (what most clients send), and
+    the CHARSET_VARIANTS spellings it does not already use."""
+    if "charset" not in content_type.lower():
+        return [(content_type + suffix, True) for suffix in CHARSET_VARIANTS]
+    bare = charset_removed(content_type)
+    spellings = [bare + suffix for suffix in CHARSET_VARIANTS]
+    return [(bare, False)] + [(v, True) for v in spellings if v.strip() != content_type.strip()]
 
 
 @check(
     "invocations.media-params",
-    "a Content-Type with parameters (charset) is accepted like the bare type",
+    "a Content-Type with parameters (charset) is accepted like the bare type, and the other way round",
     "SageMaker forwards the client's Content-Type to the container as given (hosting contract §3.6), "
-    "and clients add parameters: `application/json; charset=UTF-8` (Java's "
-    "ContentType.APPLICATION_JSON), `text/plain;charset=UTF-8` (browsers' fetch with a string body), "
-    "a charset from HTTP libraries that encode text for the caller. A model that "
-    "accepts a type (2xx) must accept it with a charset parameter too. A failure: such clients get "
-    "ModelError for every request, so the endpoint does not serve them.",
+    "and clients differ: some add parameters (`application/json; charset=UTF-8` from Java's "
+    "ContentType.APPLICATION_JSON, `text/plain;charset=UTF-8` from browsers' fetch with a string body, a "
+    "charset from HTTP libraries that encode text for the caller), others send the bare type (the "
+    "SageMaker Python SDK's CSVSerializer sends `text/csv`). A model that accepts a type (2xx) must "
+    "accept it with a charset parameter too, and a model configured with a charset (`--content-type "
+    "'text/csv; charset=utf-8'`) must accept the bare type. A failure: such clients get ModelError for "
+    "every request, so the endpoint does not serve them.",
     MEDIA_PARAMS_FIX,
     before='if flask.request.content_type == "text/csv":   # "text/csv; charset=utf-8" -> 415\n'
     "    data = flask.request.data.decode()",
@@ -126,44 +156,45 @@ MEDIA_PARAMS_FIX = (
 def media_params(ctx: CheckContext) -> str:
     container = ctx.target.healthy()
     tried: dict[str, dict[str, object]] = {}
-    problems: list[str] = []
+    added: list[str] = []
+    removed: list[str] = []
     skipped: list[str] = []
     passed: list[str] = []
     with container.client() as client:
         first = baseline(ctx, client)
-        varied = [p for p in by_type(ctx) if "charset" not in p.content_type.lower()]
-        requests = sum(len(CHARSET_VARIANTS) + (not is_primary(ctx, p)) for p in varied)
+        payloads = by_type(ctx)
+        requests = sum(len(variants(p.content_type)) + (not is_primary(ctx, p)) for p in payloads)
         needs_variants(ctx, "invocations.media-params", requests)
-        for payload in by_type(ctx):
+        for payload in payloads:
             given = payload.content_type
-            if "charset" in given.lower():
-                skipped.append(f"{given} already carries a charset")
-                continue
             bare = primary_answer(ctx, client, payload, first)
             record: dict[str, object] = {given: bare.status}
             tried[given] = record
             if refused(bare):
                 skipped.append(f"Content-Type: {given} itself is answered {bare.describe()}")
                 continue
-            bad = []
-            for suffix in CHARSET_VARIANTS:
-                variant = given + suffix
+            bad: list[tuple[str, bool]] = []
+            for variant, adds in variants(given):
                 answer = send(ctx, client, payload, content_type=variant)
                 record[variant] = answer.status
                 if refused(answer):
-                    bad.append(f"Content-Type: {variant} was answered {quote(answer)}")
-            if bad:
-                problems.append(f"{'; '.join(bad)}, where Content-Type: {given} gets {bare.describe()}")
+                    bad.append((f"Content-Type: {variant} was answered {quote(answer)}", adds))
+            where = f", where Content-Type: {given} gets {bare.describe()}"
+            if any(not adds for _, adds in bad):
+                removed.append("; ".join(text for text, _ in bad) + where)
+            elif bad:
+                added.append("; ".join(text for text, _ in bad) + where)
             else:
-                passed.append(f"{given} with {' and '.join(repr(s) for s in CHARSET_VARIANTS)}")
+                tried_as = (
+                    f"with {' and '.join(repr(s) for s in CHARSET_VARIANTS)}"
+                    if "charset" not in given.lower()
+                    else f"also as {' and '.join(repr(v) for v, _ in variants(given))}"
+                )
+                passed.append(f"{given} {tried_as}")
     ctx.evidence["answers"] = tried
-    if problems:
+    if added or removed:
         raise CheckFailed(
-            "POST /invocations with a charset parameter added to the Content-Type was refused: "
-            + "; ".join(problems)
-            + f". Clients that add it (Java's HTTP clients, browsers, libraries that encode text) would get "
-            f"ModelError for every request.{container_note(container)} Fix: {MEDIA_PARAMS_FIX}",
-            log_tail=container.log_tail(),
+            _media_params_failure(added, removed, container_note(container)), log_tail=container.log_tail()
         )
     if not passed:
         raise CheckSkipped(
@@ -171,7 +202,25 @@ def media_params(ctx: CheckContext) -> str:
             + "; ".join(skipped)
             + " (configure a payload the model accepts, with --payload and --content-type)"
         )
-    return f"answered 2xx as without parameters: {'; '.join(passed)}"
+    return f"answered 2xx with and without a charset: {'; '.join(passed)}"
+
+
+def _media_params_failure(added: list[str], removed: list[str], note: str) -> str:
+    """invocations.media-params' verdict: which direction was refused, who sends it, the fix."""
+    if added and removed:
+        what, who = (
+            "a charset parameter added to or removed from",
+            f"{ADDERS}, and {BARE_SENDERS[0].lower()}{BARE_SENDERS[1:]},",
+        )
+    elif removed:
+        what, who = "the charset parameter removed from", BARE_SENDERS
+    else:
+        what, who = "a charset parameter added to", ADDERS
+    return (
+        f"POST /invocations with {what} the Content-Type was refused: "
+        + "; ".join(removed + added)
+        + f". {who} would get ModelError for every request.{note} Fix: {MEDIA_PARAMS_FIX}"
+    )
 
 
 # ------------------------------------------------------------------- invocations.unsupported-media

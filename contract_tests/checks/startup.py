@@ -6,6 +6,9 @@ container exited, when /ping first answered at all and first answered 200, the s
 body of the first 200. Once the container is healthy, a few more pings (FOLLOW_UP_PINGS, sent once per
 run and shared by these checks) show the steady state: still 200, still fast, still an ignorable body.
 
+The shared start and pings, and the wording of what was seen, are in start_run.py; reading the log
+in start_logs.py.
+
 Which check reports what, so that one broken rule fails one check:
   exited (or Docker could not start it)     start.no-exit; listens/healthy/ping-body skip
   no HTTP answer at all on the port          start.listens; ping-fast/ping-body skip
@@ -17,20 +20,24 @@ Which check reports what, so that one broken rule fails one check:
 
 from __future__ import annotations
 
-import re
 import time
-import weakref
-from dataclasses import dataclass
 
-import httpx
-
-from contract_tests.http_client import container_client
+from contract_tests.checks.start_logs import exited_verdict, log_block
+from contract_tests.checks.start_run import (
+    describe_ping,
+    dur,
+    follow_ups,
+    last_seen,
+    ping_evidence,
+    plural,
+    port_of,
+    run_of,
+    startup_evidence,
+    startup_of,
+)
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import CheckContext, Startup, Target
-
-#: Pings sent to the healthy container after its first 200 (steady state: status, time, body).
-FOLLOW_UP_PINGS = 5
+from contract_tests.target import CheckContext
 
 #: A 200 /ping body up to this size, of text, is ignorable. SageMaker documents "HTTP 200 with an
 #: empty body"; common servers answer `OK`, `\n` or `{"status": "Healthy"}`, which SageMaker accepts.
@@ -40,155 +47,6 @@ PING_BODY_IGNORABLE_BYTES = 1024
 _SHOWN_BODY = 80
 
 
-@dataclass(frozen=True)
-class Ping:
-    """One follow-up GET /ping: status None when no HTTP answer came (error says why)."""
-
-    status: int | None
-    elapsed_s: float
-    body: bytes = b""
-    error: str | None = None
-    timed_out: bool = False
-
-
-@dataclass
-class _Run:
-    start_error: str | None = None
-    follow_ups: list[Ping] | None = None
-
-
-#: Per-run state of this group (a failed `docker run`, the follow-up pings), keyed by the run's Target.
-_RUNS: weakref.WeakKeyDictionary[Target, _Run] = weakref.WeakKeyDictionary()
-
-
-def _run(ctx: CheckContext) -> _Run:
-    run = _RUNS.get(ctx.target)
-    if run is None:
-        run = _RUNS[ctx.target] = _Run()
-    return run
-
-
-def _startup(ctx: CheckContext) -> Startup:
-    """The shared startup record; CheckSkipped when Docker could not start the container at all
-    (start.no-exit reports that, once: the failed start is remembered, not retried)."""
-    run = _run(ctx)
-    if run.start_error is None:
-        startup = ctx.target.startup()
-        if startup.start_error is None:
-            return startup
-        run.start_error = _docker_reason(startup.start_error)
-    raise CheckSkipped("Docker could not start the container; see start.no-exit")
-
-
-def _docker_reason(error: str) -> str:
-    """The engine's own explanation from an EngineError text (`... Bad Request ("why")`), else all of it."""
-    found = re.search(r'\("(.+)"\)\s*$', error, re.DOTALL) or re.match(
-        r"Docker could not start \S+: (.+)$", error, re.DOTALL
-    )
-    return found.group(1) if found else error
-
-
-def _follow_ups(ctx: CheckContext) -> list[Ping]:
-    """FOLLOW_UP_PINGS more pings to the shared healthy container, each on a new connection with the
-    ping timeout (as SageMaker's health checker would); sent once per run. CheckSkipped when unhealthy."""
-    run = _run(ctx)
-    if run.follow_ups is None:
-        container = ctx.target.healthy()
-        timeout = ctx.config.limits.ping_timeout_s
-        pings = []
-        fresh = httpx.Limits(max_keepalive_connections=0)  # a new connection per ping
-        with container_client(base_url=container.base_url, timeout=timeout, limits=fresh) as client:
-            for _ in range(FOLLOW_UP_PINGS):
-                sent = time.monotonic()
-                try:
-                    response = client.get("/ping")
-                    pings.append(Ping(response.status_code, time.monotonic() - sent, response.content))
-                except httpx.TimeoutException:
-                    took = time.monotonic() - sent
-                    pings.append(Ping(None, took, error=f"no answer within {timeout:g} s", timed_out=True))
-                except httpx.HTTPError as exc:
-                    pings.append(Ping(None, time.monotonic() - sent, error=f"{type(exc).__name__}: {exc}"))
-        run.follow_ups = pings
-    return run.follow_ups
-
-
-def _s(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*$")
-
-
-def python_error(logs: str) -> str | None:
-    """The first exception a Python traceback in the log ended with (`ModuleNotFoundError: No module
-    named 'x'`), None without one. A server manager's own halt that follows (gunicorn's HaltServer,
-    'Worker failed to boot') is passed over: the cause is the worker's error before it."""
-    in_traceback = False
-    for line in logs.splitlines():
-        if line.startswith("Traceback (most recent call last):"):
-            in_traceback = True
-        elif in_traceback and not line.startswith((" ", "\t")) and line.strip():
-            in_traceback = False
-            if _EXCEPTION_LINE.match(line) and "HaltServer" not in line:
-                return line.strip()
-    return None
-
-
-def _logs(text: str) -> str:
-    """The log tail, indented, with runs of one repeated line (a ping log, say) shown once."""
-    lines = text.rstrip().splitlines()
-    if not lines:
-        return "The container wrote no log lines."
-    shown: list[str] = []
-    run = 1
-    for i, line in enumerate(lines):
-        if i + 1 < len(lines) and lines[i + 1] == line:
-            run += 1
-            continue
-        shown.append(f"    {line}" + (f"  [{run} times]" if run > 1 else ""))
-        run = 1
-    return "Last log lines:\n" + "\n".join(shown)
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def _last(startup: Startup) -> str:
-    return startup.last_observation.rstrip(".")
-
-
-def _port(ctx: CheckContext) -> str:
-    bind = ctx.config.environment.get("SAGEMAKER_BIND_TO_PORT")
-    port = ctx.config.container_port
-    return f"port {port} (SAGEMAKER_BIND_TO_PORT={bind})" if bind else f"port {port}"
-
-
-def _ping_evidence(pings: list[Ping]) -> list[dict[str, object]]:
-    return [
-        {"status": p.status, "elapsed_s": round(p.elapsed_s, 3), "body_bytes": len(p.body), "error": p.error}
-        for p in pings
-    ]
-
-
-def _describe(p: Ping) -> str:
-    return f"HTTP {p.status} in {_s(p.elapsed_s)}" if p.status is not None else f"{p.error}"
-
-
-def _startup_evidence(startup: Startup) -> dict[str, object]:
-    return {
-        "healthy": startup.healthy,
-        "exited": startup.exited,
-        "exit_code": startup.exit_code,
-        "elapsed_s": round(startup.elapsed_s, 3),
-        "first_response_s": None if startup.first_response_s is None else round(startup.first_response_s, 3),
-        "first_healthy_s": None if startup.first_healthy_s is None else round(startup.first_healthy_s, 3),
-        "attempts": startup.attempts,
-        "last_observation": startup.last_observation,
-        "slowest_ping_s": round(startup.slowest_ping_s, 3),
-    }
-
-
 @check(
     "start.no-exit",
     "`docker run IMAGE serve` keeps running",
@@ -196,7 +54,9 @@ def _startup_evidence(startup: Startup) -> dict[str, object]:
     "image's CMD); the image's ENTRYPOINT must accept `serve` and keep the server running in the "
     "foreground, or the variant fails with CannotStartContainerError (hosting contract §3.1, Launch).",
     fix="Make the ENTRYPOINT accept the argument `serve` and run the model server in the foreground "
-    "(exec it, do not daemonise it); with no ENTRYPOINT, install an executable named `serve` on the PATH.",
+    "(exec it, do not daemonise it); with no ENTRYPOINT, install an executable named `serve` on the PATH. "
+    "When the container's log names a cause (a Python error, a model folder not found in /opt/ml/model), "
+    "the failure leads with that line: fix that first, the ENTRYPOINT may be right.",
     before="""
         # `docker run IMAGE serve` replaces CMD with `serve`, which is no program in this image
         CMD ["python3", "/opt/program/server.py"]
@@ -209,9 +69,9 @@ def _startup_evidence(startup: Startup) -> dict[str, object]:
 def no_exit(ctx: CheckContext) -> str:
     image = ctx.config.image
     try:
-        startup = _startup(ctx)
+        startup = startup_of(ctx)
     except CheckSkipped:
-        error = _run(ctx).start_error
+        error = run_of(ctx).start_error
         ctx.evidence["docker_error"] = error
         raise CheckFailed(
             f"`docker run {image} serve` could not start the container; Docker said: {error}. "
@@ -219,31 +79,9 @@ def no_exit(ctx: CheckContext) -> str:
             f"that accepts `serve`, or, with no ENTRYPOINT, an executable named `serve` on the PATH.",
             docker_error=error,
         ) from None
-    ctx.evidence.update(_startup_evidence(startup))
+    ctx.evidence.update(startup_evidence(startup))
     if startup.exited:
-        code = startup.exit_code
-        hint = ""
-        if code in (126, 127):
-            hint = f" Exit code {code} is the shell's 'command not executable/not found'."
-        error = python_error(startup.all_logs or startup.logs)
-        fix = (
-            "The ENTRYPOINT must accept the argument `serve` and keep the HTTP server running in the "
-            "foreground."
-        )
-        if error is not None:
-            ctx.evidence["python_error"] = error
-            fix = (
-                f"The log shows a Python error at start: `{error}`. Fix that first (a package missing from "
-                "the image, an import or a file that fails at start): the ENTRYPOINT itself may be right. "
-                + fix
-            )
-        raise CheckFailed(
-            f"`docker run {image} serve` exited with code {code} after {_s(startup.elapsed_s)}, before "
-            f"GET /ping ever answered 200 ({_n(startup.attempts, 'attempt')}).{hint} {_logs(startup.logs)}\n"
-            f"{fix}",
-            exit_code=code,
-            logs=startup.logs,
-        )
+        raise exited_verdict(ctx, startup)
     if startup.healthy:
         container = ctx.target.healthy()
         state = container.state()
@@ -251,14 +89,14 @@ def no_exit(ctx: CheckContext) -> str:
             logs = container.log_tail()
             raise CheckFailed(
                 f"`docker run {image} serve` answered GET /ping 200 after "
-                f"{_s(startup.first_healthy_s or 0)}, then exited with code {state.exit_code}. "
-                f"{_logs(logs)}\n"
+                f"{dur(startup.first_healthy_s or 0)}, then exited with code {state.exit_code}. "
+                f"{log_block(logs)}\n"
                 f"Keep the server process running in the foreground as the container's main process.",
                 exit_code=state.exit_code,
                 logs=logs,
             )
-        return f"the container is running ({_s(time.monotonic() - container.started_at)} after start)"
-    return f"the container kept running for the whole startup wait ({_s(startup.elapsed_s)})"
+        return f"the container is running ({dur(time.monotonic() - container.started_at)} after start)"
+    return f"the container kept running for the whole startup wait ({dur(startup.elapsed_s)})"
 
 
 @check(
@@ -276,12 +114,12 @@ def no_exit(ctx: CheckContext) -> str:
     """,
 )
 def listens(ctx: CheckContext) -> str:
-    startup = _startup(ctx)
-    ctx.evidence.update(_startup_evidence(startup))
+    startup = startup_of(ctx)
+    ctx.evidence.update(startup_evidence(startup))
     ctx.evidence["container_port"] = ctx.config.container_port
-    where = _port(ctx)
+    where = port_of(ctx)
     if startup.first_response_s is not None:
-        return f"HTTP answered on container {where} {_s(startup.first_response_s)} after start"
+        return f"HTTP answered on container {where} {dur(startup.first_response_s)} after start"
     if startup.exited:
         raise CheckSkipped(
             f"the container exited with code {startup.exit_code} before anything answered; see start.no-exit"
@@ -292,7 +130,7 @@ def listens(ctx: CheckContext) -> str:
         # held open for the whole ping timeout means a server accepted it and is too slow to answer.
         raise CheckSkipped(
             f"connections to container {where} were accepted but not answered within the {timeout:g} s ping "
-            f"timeout ({_last(startup)}); the server is listening but slow: see start.ping-fast"
+            f"timeout ({last_seen(startup)}); the server is listening but slow: see start.ping-fast"
         )
     bind = ctx.config.environment.get("SAGEMAKER_BIND_TO_PORT")
     port = ctx.config.container_port
@@ -304,10 +142,10 @@ def listens(ctx: CheckContext) -> str:
         else f"the container port is {port}"
     )
     raise CheckFailed(
-        f"nothing answered HTTP on container {where} in {_s(startup.elapsed_s)}: "
-        f"{_n(startup.attempts, 'GET /ping attempt')} through the published port, none got an HTTP "
-        f"response; last: {_last(startup)}. (Docker's port proxy accepts TCP connections even when nothing "
-        f"listens inside; only an HTTP response counts.) {_logs(startup.logs)}\n"
+        f"nothing answered HTTP on container {where} in {dur(startup.elapsed_s)}: "
+        f"{plural(startup.attempts, 'GET /ping attempt')} through the published port, none got an HTTP "
+        f"response; last: {last_seen(startup)}. (Docker's port proxy accepts TCP connections even when "
+        f"nothing listens inside; only an HTTP response counts.) {log_block(startup.logs)}\n"
         f"{why[0].upper()}{why[1:]}, on 0.0.0.0 (a server bound to 127.0.0.1 inside the container cannot "
         f"be reached).",
         container_port=port,
@@ -341,8 +179,8 @@ def listens(ctx: CheckContext) -> str:
     """,
 )
 def healthy(ctx: CheckContext) -> str:
-    startup = _startup(ctx)
-    ctx.evidence.update(_startup_evidence(startup))
+    startup = startup_of(ctx)
+    ctx.evidence.update(startup_evidence(startup))
     limit = ctx.config.limits.startup_timeout_s
     if not startup.healthy:
         # No 200 because of a cause another check reports: skip, so that one broken rule fails one check.
@@ -354,8 +192,8 @@ def healthy(ctx: CheckContext) -> str:
         if startup.first_response_s is None:
             timeout = ctx.config.limits.ping_timeout_s
             why = "see start.ping-fast" if startup.slowest_ping_s >= timeout else "see start.listens"
-            raise CheckSkipped(f"GET /ping never got an HTTP answer ({_last(startup)}); {why}")
-        answered = f"the first HTTP answer came {_s(startup.first_response_s)} after start"
+            raise CheckSkipped(f"GET /ping never got an HTTP answer ({last_seen(startup)}); {why}")
+        answered = f"the first HTTP answer came {dur(startup.first_response_s)} after start"
         slow = ""
         if startup.slowest_ping_s >= ctx.config.limits.ping_timeout_s:
             slow = (
@@ -364,9 +202,9 @@ def healthy(ctx: CheckContext) -> str:
             )
         raise CheckFailed(
             f"GET /ping did not answer 200 within the startup timeout of {limit:g} s: "
-            f"{_n(startup.attempts, 'attempt')} "
-            f"over {_s(startup.elapsed_s)}, {answered}; last: {_last(startup)}.{slow} "
-            f"{_logs(startup.logs)}\n"
+            f"{plural(startup.attempts, 'attempt')} "
+            f"over {dur(startup.elapsed_s)}, {answered}; last: {last_seen(startup)}.{slow} "
+            f"{log_block(startup.logs)}\n"
             f"Answer GET /ping with HTTP 200 once the model is loaded, within {limit:g} s of the start.",
             last_observation=startup.last_observation,
             logs=startup.logs,
@@ -374,26 +212,26 @@ def healthy(ctx: CheckContext) -> str:
     first = startup.first_healthy_s or 0.0
     if first > limit:
         raise CheckFailed(
-            f"the first GET /ping 200 came {_s(first)} after start, later than the startup timeout of "
-            f"{limit:g} s (last: {_last(startup)}). Load the model faster, or raise "
+            f"the first GET /ping 200 came {dur(first)} after start, later than the startup timeout of "
+            f"{limit:g} s (last: {last_seen(startup)}). Load the model faster, or raise "
             f"ContainerStartupHealthCheckTimeoutInSeconds.",
             first_healthy_s=first,
         )
-    pings = _follow_ups(ctx)
-    ctx.evidence["follow_up_pings"] = _ping_evidence(pings)
+    pings = follow_ups(ctx)
+    ctx.evidence["follow_up_pings"] = ping_evidence(pings)
     # A follow-up that timed out is start.ping-fast's finding; any other non-200 is an unhealthy answer.
     bad = [p for p in pings if not p.timed_out and p.status != 200]
     if bad:
-        seen = ", ".join(_describe(p) for p in pings)
+        seen = ", ".join(describe_ping(p) for p in pings)
         raise CheckFailed(
-            f"GET /ping answered 200 {_s(first)} after start, but then {len(bad)} of {len(pings)} "
+            f"GET /ping answered 200 {dur(first)} after start, but then {len(bad)} of {len(pings)} "
             f"follow-up pings were not 200 ({seen}). SageMaker needs /ping to answer 200 consistently and "
             f"replaces an instance whose /ping stops doing so. Keep answering 200 while the server can "
             f"serve invocations.",
             first_healthy_s=first,
         )
     return (
-        f"first GET /ping 200 {_s(first)} after start (limit {limit:g} s), then "
+        f"first GET /ping 200 {dur(first)} after start (limit {limit:g} s), then "
         f"{len(pings)} of {len(pings)} follow-up pings 200"
     )
 
@@ -418,32 +256,32 @@ def healthy(ctx: CheckContext) -> str:
     """,
 )
 def ping_fast(ctx: CheckContext) -> str:
-    startup = _startup(ctx)
+    startup = startup_of(ctx)
     limit = ctx.config.limits.ping_timeout_s
-    ctx.evidence.update(_startup_evidence(startup))
+    ctx.evidence.update(startup_evidence(startup))
     if not startup.healthy:
         # The startup pings are all there is to judge, and slow ones may be why it never became healthy.
         if startup.slowest_ping_s >= limit:
             raise CheckFailed(
                 f"GET /ping was not answered within the {limit:g} s ping timeout: the slowest of "
-                f"{_n(startup.attempts, 'attempt')} took {_s(startup.slowest_ping_s)}, and /ping never "
-                f"answered 200 (last: {_last(startup)}). SageMaker counts every ping slower than "
-                f"{limit:g} s as failed. {_logs(startup.logs)}\n"
+                f"{plural(startup.attempts, 'attempt')} took {dur(startup.slowest_ping_s)}, and /ping never "
+                f"answered 200 (last: {last_seen(startup)}). SageMaker counts every ping slower than "
+                f"{limit:g} s as failed. {log_block(startup.logs)}\n"
                 f"Answer /ping from a cheap handler that returns within {limit:g} s.",
                 slowest_ping_s=startup.slowest_ping_s,
             )
         if startup.first_response_s is None:
             why = "see start.no-exit" if startup.exited else "see start.listens"
-            raise CheckSkipped(f"no GET /ping was answered ({_last(startup)}); {why}")
+            raise CheckSkipped(f"no GET /ping was answered ({last_seen(startup)}); {why}")
         return (
-            f"every GET /ping answered within {limit:g} s (slowest {_s(startup.slowest_ping_s)} over "
-            f"{_n(startup.attempts, 'attempt')}; the container never became healthy: see start.healthy)"
+            f"every GET /ping answered within {limit:g} s (slowest {dur(startup.slowest_ping_s)} over "
+            f"{plural(startup.attempts, 'attempt')}; the container never became healthy: see start.healthy)"
         )
-    pings = _follow_ups(ctx)
-    ctx.evidence["follow_up_pings"] = _ping_evidence(pings)
+    pings = follow_ups(ctx)
+    ctx.evidence["follow_up_pings"] = ping_evidence(pings)
     slow = [p for p in pings if p.timed_out or p.elapsed_s >= limit]
     if slow:
-        seen = ", ".join(_describe(p) for p in pings)
+        seen = ", ".join(describe_ping(p) for p in pings)
         raise CheckFailed(
             f"after the container became healthy, {len(slow)} of {len(pings)} GET /ping took {limit:g} s or "
             f"more ({seen}); SageMaker counts each ping slower than {limit:g} s as failed and replaces the "
@@ -454,13 +292,13 @@ def ping_fast(ctx: CheckContext) -> str:
     if startup.slowest_ping_s >= limit:
         # Before the first 200 a slow ping is one failed attempt; SageMaker retries until the timeout.
         ctx.warn(
-            f"a GET /ping during startup took {_s(startup.slowest_ping_s)} (over the {limit:g} s ping "
+            f"a GET /ping during startup took {dur(startup.slowest_ping_s)} (over the {limit:g} s ping "
             f"timeout); SageMaker counts it as a failed attempt and retries"
         )
     return (
-        f"every GET /ping answered within {limit:g} s: slowest {_s(slowest)} over {len(pings)} pings to the "
-        f"healthy container (startup: slowest {_s(startup.slowest_ping_s)} "
-        f"over {_n(startup.attempts, 'attempt')})"
+        f"every GET /ping answered within {limit:g} s: slowest {dur(slowest)} over {len(pings)} pings to the "
+        f"healthy container (startup: slowest {dur(startup.slowest_ping_s)} "
+        f"over {plural(startup.attempts, 'attempt')})"
     )
 
 
@@ -497,11 +335,11 @@ def _not_ignorable(body: bytes) -> str | None:
     """,
 )
 def ping_body(ctx: CheckContext) -> str:
-    startup = _startup(ctx)
+    startup = startup_of(ctx)
     if not startup.healthy:
         why = "see start.no-exit" if startup.exited else "see start.healthy"
-        raise CheckSkipped(f"GET /ping never answered 200 ({_last(startup)}); {why}")
-    pings = _follow_ups(ctx)
+        raise CheckSkipped(f"GET /ping never answered 200 ({last_seen(startup)}); {why}")
+    pings = follow_ups(ctx)
     bodies = [startup.ping_body] + [p.body for p in pings if p.status == 200]
     body = max(bodies, key=len)
     ctx.evidence["body_bytes"] = [len(b) for b in bodies]

@@ -69,7 +69,11 @@ def test_good_image_messages_of_the_first_call_checks(run_one: RunOne, echo_imag
 
 def test_every_check_of_the_groups_has_a_twin() -> None:
     # media.py and keepalive.py checks (invocations.* too) are asserted in their own test files
-    own = ("contract_tests.checks.accept", "contract_tests.checks.invocations")
+    own = (
+        "contract_tests.checks.accept",
+        "contract_tests.checks.invocations",
+        "contract_tests.checks.envelope",
+    )
     registered = [c.id for c in select(["accept", "invocations"]) if c.func.__module__ in own]
     assert registered == CHECKS
     twins = Path(__file__).parents[1] / "fixtures" / "twins"
@@ -159,7 +163,65 @@ def test_twin_without_content_type_fails(run_one: RunOne, twin_image: TwinImage)
 def test_content_type_pass_names_both_answers(run_one: RunOne, echo_image: str) -> None:
     result = run_one("invocations.content-type", echo_image, payload=b"a,b\n", content_type="text/csv")
     assert result.outcome is Outcome.PASSED, result.message
-    assert "Content-Type 'text/csv'" in result.message and "Accept: text/csv" in result.message
+    assert result.message == (
+        "answered HTTP 200 with Content-Type 'text/csv'; with Accept: */*, HTTP 200 with Content-Type 'text/csv'"
+    )
+    assert result.warnings == ()
+
+
+def test_content_type_names_a_json_body_labelled_text_html(run_one: RunOne, mediaapp_image: str) -> None:
+    """Flask under gunicorn returning its JSON as a str: Flask labels it text/html. The probe is the Accept
+    a client sends (`*/*`, the SDK Predictor's default), not the request's type: the old probe, Accept:
+    text/csv, which no client of a JSON-answering model sends, got a 500 from the naive model's Accept
+    test (a false FAIL), and its warning named the label only."""
+    csv = {"payload": b"1,2\n3,4\n", "content_type": "text/csv"}
+    result = run_one("invocations.content-type", mediaapp_image, environment={"MODE": "naive"}, **csv)
+    assert result.outcome is Outcome.PASSED, result.message
+    (warning,) = result.warnings
+    assert warning.startswith(
+        "the body is JSON but labelled text/html: POST /invocations with Content-Type: text/csv and with "
+        "Content-Type: text/csv, Accept: */* was answered with a JSON body and Content-Type: text/html; "
+        "charset=utf-8. SageMaker returns that label to the client as ContentType"
+    )
+    assert (
+        "Fix: Label a JSON answer `Content-Type: application/json`: in Flask return `flask.jsonify(result)`"
+        in (warning)
+    )
+    assert result.evidence["answers"] == {
+        "Content-Type: text/csv": {"status": 200, "error": None, "content_type": "text/html; charset=utf-8"},
+        "Content-Type: text/csv, Accept: */*": {
+            "status": 200,
+            "error": None,
+            "content_type": "text/html; charset=utf-8",
+        },
+    }
+    assert "with Accept: */*, HTTP 200 with Content-Type 'text/html; charset=utf-8'" in result.message
+
+    # The issue's case: a JSON request; the old check warned "Accept: application/json was answered with
+    # Content-Type text/html", never saying that the body is JSON.
+    json_in = run_one("invocations.content-type", mediaapp_image, environment={"MODE": "naive"})
+    assert json_in.outcome is Outcome.PASSED, json_in.message
+    (warning,) = json_in.warnings
+    assert warning.startswith(
+        "the body is JSON but labelled text/html: POST /invocations with Content-Type: "
+    )
+
+    framework = run_one("invocations.content-type", mediaapp_image, **csv)  # flask.Response(mimetype=JSON)
+    assert framework.outcome is Outcome.PASSED, framework.message
+    assert framework.warnings == ()
+
+
+def test_content_type_with_accept_given_tries_the_sdk_default(run_one: RunOne, echo_image: str) -> None:
+    result = run_one("invocations.content-type", echo_image, accept="text/csv")
+    assert result.outcome is Outcome.PASSED, result.message
+    assert result.message.startswith(
+        "answered HTTP 200 with Content-Type 'application/json'; with Accept: */*,"
+    )
+    assert result.warnings == ("Accept: text/csv was answered with Content-Type application/json",)
+    assert set(result.evidence["answers"]) == {
+        "Content-Type: application/json, Accept: text/csv",
+        "Content-Type: application/json, Accept: */*",
+    }
 
 
 def test_strict_headers_twin_fails_and_names_the_headers(run_one: RunOne, twin_image: TwinImage) -> None:

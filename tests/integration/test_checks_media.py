@@ -87,10 +87,58 @@ def test_bare_type_refused_too_is_skipped(run_one: RunOne, twin_image: TwinImage
     assert "configure a payload the model accepts" in result.message
 
 
-def test_charset_already_given_is_skipped(run_one: RunOne, echo_image: str) -> None:
+def test_charset_only_model_fails_on_the_bare_type(run_one: RunOne, twin_image: TwinImage) -> None:
+    """The charset trap in reverse: configured with a charset, the model refuses the bare type."""
+    image = twin_image("invocations.media-params.charset-only")
+    result = run_one(
+        "invocations.media-params", image, payload=b"1,2\n", content_type="text/csv; charset=utf-8"
+    )
+    assert result.outcome is Outcome.FAILED, result.message
+    message = result.message
+    assert message.startswith(
+        "POST /invocations with the charset parameter removed from the Content-Type was refused: "
+        "Content-Type: text/csv was answered HTTP 415"
+    )
+    assert "unsupported Content-Type 'text/csv'" in message  # the body, quoted
+    assert "Content-Type: text/csv;charset=UTF-8 was answered HTTP 415" in message  # Java's spelling too
+    assert "where Content-Type: text/csv; charset=utf-8 gets HTTP 200" in message
+    assert "the SageMaker Python SDK's serializers: CSVSerializer sends `text/csv`" in message
+    assert "would get ModelError for every request" in message
+    assert "Fix: Compare the media type, not the whole header" in message
+    assert "(UTF-8 when none is given)" in message
+    assert result.evidence["answers"] == {
+        "text/csv; charset=utf-8": {
+            "text/csv; charset=utf-8": 200,
+            "text/csv": 415,
+            "text/csv;charset=UTF-8": 415,
+        }
+    }
+
+
+def test_charset_only_flask_model_fails_on_the_bare_type(run_one: RunOne, mediaapp_image: str) -> None:
+    """The same trap on Flask under gunicorn: `request.content_type == "text/csv; charset=utf-8"`."""
+    env = {"MODE": "naive", "NAIVE_CSV_TYPE": "text/csv; charset=utf-8"}
+    csv = {"payload": b"1,2\n3,4\n", "content_type": "text/csv; charset=utf-8"}
+    result = run_one("invocations.media-params", mediaapp_image, environment=env, **csv)
+    assert result.outcome is Outcome.FAILED, result.message
+    assert result.message.startswith(
+        "POST /invocations with the charset parameter removed from the Content-Type was refused: "
+        "Content-Type: text/csv was answered HTTP 500"
+    )
+    assert "Internal Server Error" in result.message  # Flask's page, quoted
+    assert "where Content-Type: text/csv; charset=utf-8 gets HTTP 200" in result.message
+    assert "Fix: Compare the media type, not the whole header" in result.message
+
+
+def test_charset_given_is_tried_bare_too(run_one: RunOne, echo_image: str) -> None:
     result = run_one("invocations.media-params", echo_image, content_type="text/csv; charset=utf-8")
-    assert result.outcome is Outcome.SKIPPED, result.message
-    assert "text/csv; charset=utf-8 already carries a charset" in result.message
+    message = passed(result, "invocations.media-params")
+    assert "text/csv; charset=utf-8 also as 'text/csv' and 'text/csv;charset=UTF-8'" in message
+    assert set(result.evidence["answers"]["text/csv; charset=utf-8"]) == {
+        "text/csv; charset=utf-8",
+        "text/csv",
+        "text/csv;charset=UTF-8",
+    }
 
 
 def test_each_configured_type_is_tried(run_one: RunOne, mediaapp_image: str) -> None:

@@ -6,6 +6,7 @@ image and asserts that exactly the twin's rule FAILS (the others pass or skip, p
 
 from __future__ import annotations
 
+import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from contract_tests import report
 from contract_tests.checks.startup import PING_BODY_IGNORABLE_BYTES, _not_ignorable
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
@@ -102,8 +104,76 @@ def test_no_exit_fails_when_the_entrypoint_rejects_serve(
     failed = results["start.no-exit"]
     assert failed.outcome is Outcome.FAILED, failed.message
     assert "exited with code 64" in failed.message
-    assert "unknown command 'serve'" in failed.message
+    assert failed.message.startswith(
+        "The container's log says: entrypoint.sh: unknown command 'serve'; usage: entrypoint.sh start\n"
+    )
+    fix = (
+        "Fix: The container's log says `entrypoint.sh: unknown command 'serve'; usage: entrypoint.sh start`: "
+    )
+    assert f"{fix}the program does not take SageMaker's " in (failed.message)
+    assert "The ENTRYPOINT must accept the argument `serve`" in failed.message
     assert {o for i, o in outcomes(results).items() if i != "start.no-exit"} == {Outcome.SKIPPED}
+
+
+def test_no_exit_leads_with_the_log_line_of_a_serve_that_finds_no_model_folder(
+    run_group: GroupRunner, twin_image: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A `serve` script that exits 0 because the model data lacks its sub-folder: the right ENTRYPOINT,
+    the wrong model data layout. The verdict's first line is the container's own words, then the hint."""
+    image = twin_image("start.no-exit.model-layout")
+    results = run_group(image)
+    failed = results["start.no-exit"]
+    assert failed.outcome is Outcome.FAILED, failed.message
+    first, second, *_ = failed.message.splitlines()
+    assert first == "The container's log says: serve: no model folder found in /opt/ml/model"
+    assert second.startswith(f"`docker run {image} serve` exited with code 0 after ")
+    assert "Exit code 0: the program ended by its own decision, not by a crash or a signal." in second
+    assert (
+        "Fix: The container's log says `serve: no model folder found in /opt/ml/model`: that is about the model "
+        "data, not the ENTRYPOINT." in (second)
+    )
+    assert (
+        "No --model-data was given, so /opt/ml/model was empty: give the model data the image serves"
+        in second
+    )
+    assert "`tar tzf model.tar.gz`" in second
+    assert "serve: looking for a model folder in /opt/ml/model" in failed.message  # the last log lines
+    assert "The ENTRYPOINT must accept" not in failed.message
+    assert failed.evidence["cause"] == ["serve: no model folder found in /opt/ml/model"]
+    # The report shows the fix first: it leads with the log line too.
+    assert report.explain(failed).fix.startswith("The container's log says `serve: no model folder found in ")
+    assert {o for i, o in outcomes(results).items() if i != "start.no-exit"} == {Outcome.SKIPPED}
+
+    # The same image with model data that has the sub-folder: it serves.
+    folder = tmp_path / "model" / "llama-7b"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    archive = tmp_path / "model.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname="llama-7b")
+    fixed = run_group(image, model_data=str(archive))
+    assert outcomes(fixed) == dict.fromkeys(START_IDS, Outcome.PASSED), {
+        i: r.message for i, r in fixed.items()
+    }
+
+
+def test_no_exit_given_model_data_points_at_its_layout(
+    run_group: GroupRunner, twin_image: Callable[[str], str], tmp_path: Path
+) -> None:
+    archive = tmp_path / "model.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:  # the weights at the top, no sub-folder
+        weights = tmp_path / "weights.bin"
+        weights.write_bytes(b"\0" * 16)
+        tar.add(weights, arcname="weights.bin")
+    failed = run_group(twin_image("start.no-exit.model-layout"), model_data=str(archive))["start.no-exit"]
+    assert failed.outcome is Outcome.FAILED, failed.message
+    assert failed.message.startswith(
+        "The container's log says: serve: no model folder found in /opt/ml/model\n"
+    )
+    assert (
+        "that is about the model data, not the ENTRYPOINT. SageMaker extracts model.tar.gz" in failed.message
+    )
+    assert "No --model-data was given" not in failed.message
 
 
 def test_no_exit_fails_when_docker_cannot_run_serve(
