@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from dataclasses import fields
 from importlib import metadata
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from contract_tests.containers import MISSING_TESTCONTAINERS
+from emulator.runtime.base import ContainerState
 from tests.unit.test_constraints import installed_closure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,3 +80,14 @@ def test_what_users_install_loads_no_pytest_plugin_but_smlocals() -> None:
     assert "testcontainers" in brought and "docker" in brought
     assert _pytest_plugins(brought) <= {"anyio"}  # anyio's plugin is silent unless a test asks for it
     assert "pytest-asyncio" in set(installed_closure(user_requirements("test")))  # the suite's own
+
+
+def test_final_states_fields_are_each_documented() -> None:
+    """docs/quickstart-testcontainers.md's table and quickstart-pytest.md's paragraph name every field
+    of ContainerState (SageMakerContainer.final_state), and no other."""
+    table = QUICKSTART.read_text().split("## How it ended: `.final_state` and `.final_logs`", 1)[1]
+    table = table.split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(\w+)` \|", table, re.M))
+    assert documented == {f.name for f in fields(ContainerState)}
+    pytest_page = (ROOT / "docs" / "quickstart-pytest.md").read_text()
+    assert all(f"`{name}`" in pytest_page for name in documented)
