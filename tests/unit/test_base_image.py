@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from docker.errors import ImageNotFound
 
-from emulator.runtime import base_image
+from emulator.runtime import base_image, images
 
 
 class FakeImage:
@@ -96,3 +96,27 @@ def test_the_rootfs_loses_the_pep_668_marker_and_apts_lists(tmp_path: Path) -> N
 
 def test_the_base_has_pip_and_python_on_path() -> None:
     assert {"python3-pip", "python-is-python3", "python3-venv"} <= set(base_image.PACKAGES)
+
+
+class FakeBuildApi:
+    def __init__(self) -> None:
+        self.buildargs: list[dict[str, str]] = []
+
+    def build(self, **kwargs: Any) -> list[dict[str, Any]]:
+        self.buildargs.append(kwargs["buildargs"])
+        return [{"aux": {"ID": "sha256:built"}}]
+
+
+def test_build_image_asks_for_the_base_only_when_the_dockerfile_uses_it(
+    builds: list[str], tmp_path: Path
+) -> None:
+    """A Dockerfile FROM another test image (a twin FROM echo) does not make build_image check, or
+    rebuild, the base image; one with `ARG BASE_IMAGE` gets it."""
+    client: Any = FakeClient({})
+    client.api = FakeBuildApi()
+    (tmp_path / "Dockerfile").write_text("ARG ECHO_IMAGE\nFROM ${ECHO_IMAGE}\n")
+    assert images.build_image(tmp_path, "t:1", {"ECHO_IMAGE": "e"}, client, log=print) == "sha256:built"
+    (tmp_path / "Dockerfile").write_text("ARG BASE_IMAGE=python:3.11-slim\nFROM ${BASE_IMAGE}\n")
+    images.build_image(tmp_path, "t:2", {}, client, log=print)
+    assert client.api.buildargs == [{"ECHO_IMAGE": "e"}, {"BASE_IMAGE": "smlocal-base:py3.11-bookworm"}]
+    assert builds == ["smlocal-base:py3.11-bookworm"]
