@@ -22,7 +22,11 @@ DockerRuntime. Every container carries the labels smlocal.managed=true, smlocal.
 this process as its owner (smlocal.owner=check-<pid>, with its host and start time), besides
 testcontainers' own (org.testcontainers.session-id): clean up by those, never by image.
 Testcontainers' reaper (Ryuk) is started as for any DockerContainer unless
-TESTCONTAINERS_RYUK_DISABLED=true (needed where no registry can be reached: its image cannot be pulled).
+TESTCONTAINERS_RYUK_DISABLED=true (needed where no registry can be reached: its image cannot be pulled,
+and start() then raises ReaperUnavailable, which says so).
+
+testcontainers is not a dependency of smlocal itself: `pip install 'smlocal[testcontainers]'`.
+Importing this module without it raises ModuleNotFoundError with exactly that line.
 """
 
 from __future__ import annotations
@@ -37,14 +41,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
+#: What importing this module without testcontainers says (smlocal installs it only with the extra).
+MISSING_TESTCONTAINERS = (
+    "contract_tests.containers (SageMakerContainer) needs the testcontainers package, which "
+    "smlocal installs only with its `testcontainers` extra: pip install 'smlocal[testcontainers]'"
+)
+
+try:
+    import testcontainers  # noqa: F401 - the one check, before anything imports from it
+except ImportError:
+    raise ModuleNotFoundError(MISSING_TESTCONTAINERS, name="testcontainers") from None
+
 import httpx
-from testcontainers.core.config import testcontainers_config
-from testcontainers.core.container import DockerContainer, Reaper
+from testcontainers.core.container import DockerContainer
 from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.waiting_utils import WaitStrategy
 
 from contract_tests.container_wait import PingWaitStrategy, published_port
 from contract_tests.http_client import container_client
+from contract_tests.reaper import ReaperUnavailable, start_reaper
 from emulator.config import ContractLimits
 from emulator.errors import EngineError
 from emulator.model import platform_env
@@ -55,6 +70,16 @@ from emulator.runtime.base import ContainerSpec, ContainerState
 from emulator.runtime.docker import DockerRuntime
 from emulator.runtime.docker_images import DockerImages
 from emulator.runtime.docker_run import create_options
+
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "FINAL_LOG_LINES",
+    "MISSING_TESTCONTAINERS",
+    "ROLE",
+    "ContainerResponse",
+    "ReaperUnavailable",
+    "SageMakerContainer",
+]
 
 #: smlocal.role of a SageMakerContainer.
 ROLE = smlocal_labels.ROLE_TESTCONTAINER
@@ -192,9 +217,9 @@ class SageMakerContainer(DockerContainer):
 
     def start(self) -> Self:
         """Create and start the container, then wait until it is healthy. On a failed start the
-        container is removed at once (SIGKILL, no grace) and the error says why (logs included)."""
-        if not testcontainers_config.ryuk_disabled:  # testcontainers' reaper, as DockerContainer.start
-            Reaper.get_instance()
+        container is removed at once (SIGKILL, no grace) and the error says why (logs included).
+        ReaperUnavailable when testcontainers' Ryuk cannot start (TESTCONTAINERS_RYUK_DISABLED=true)."""
+        start_reaper()  # testcontainers' Ryuk, as DockerContainer.start (or ReaperUnavailable)
         client = self.get_docker_client()
         image = DockerImages(lambda: client.client).resolve_image(self.image)  # ImageNotFound
         self.model_dir = self._fetch_model_data()

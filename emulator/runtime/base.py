@@ -92,9 +92,16 @@ class ContainerHandle:
 
 @dataclass(frozen=True)
 class ContainerState:
+    """A container's state as the engine reports it (SageMakerContainer.final_state: how it ended)."""
+
+    #: True while it runs (False in a final state).
     running: bool
+    #: Its main process's exit status once it has exited (0, 137 after SIGKILL, 143 killed by an
+    #: unhandled SIGTERM, ...); None while it runs, or when the container was already removed.
     exit_code: int | None
+    #: True when the kernel killed it for exceeding its memory limit.
     oom_killed: bool = False
+    #: The engine's word ("running", "exited", ...), or "removed" when it was gone before being read.
     status: str = ""
 
 

@@ -1,9 +1,8 @@
-"""Images smlocal builds itself: the Python base, project images from a Dockerfile, and wheelhouses.
+"""Images smlocal builds itself: project images from a Dockerfile, on the base, and wheelhouses.
 
-Dockerfiles in this project start with `ARG BASE_IMAGE=python:3.11-slim` / `FROM ${BASE_IMAGE}`.
-Where a registry is reachable that is the base; where none is (our CI), ensure_base_image() makes an
-equivalent Debian bookworm + Python 3.11 image offline with debootstrap from the host's apt mirror,
-once per engine, and build_image() passes its name as the BASE_IMAGE build argument.
+The base image (python:3.11-slim, or smlocal's local equivalent where no registry is reachable) is
+emulator/runtime/base_image.py's; build_image() passes its name as the BASE_IMAGE build argument.
+Its names and functions are re-exported here for the callers that import them from this module.
 
 Python packages go into images from a wheelhouse the host prepared (prepare_wheelhouse), installed
 with `pip install --no-index --find-links`: fast, offline, and free of TLS trouble inside builds.
@@ -13,31 +12,53 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import DockerException, ImageNotFound
+from docker.errors import DockerException
 
 from emulator.errors import EngineError, SetupError
 from emulator.runtime import labels
-from emulator.runtime.engine import apt_install
+from emulator.runtime.apt_sources import (
+    DEFAULT_MIRROR,
+    SUITE,
+    apt_mirror,
+    mirror_from_deb822,
+    mirror_from_one_line,
+)
+from emulator.runtime.base_image import (
+    BASE_REVISION,
+    DEFAULT_BASE_IMAGE,
+    LOCAL_BASE_IMAGE,
+    build_local_base_image,
+    ensure_base_image,
+)
+from emulator.runtime.base_image import engine_client as _client
 
-DEFAULT_BASE_IMAGE = "python:3.11-slim"
-LOCAL_BASE_IMAGE = "smlocal-base:py3.11-bookworm"
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
-SUITE = "bookworm"  # Debian 12: Python 3.11, like python:3.11-slim
-PULL_TIMEOUT_S = 20
 BUILD_TIMEOUT_S = 3600
-IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+__all__ = [  # the base image's and the mirror's names are re-exported for older callers
+    "BASE_REVISION",
+    "DEFAULT_BASE_IMAGE",
+    "DEFAULT_MIRROR",
+    "LOCAL_BASE_IMAGE",
+    "SUITE",
+    "apt_mirror",
+    "build_image",
+    "build_local_base_image",
+    "ensure_base_image",
+    "mirror_from_deb822",
+    "mirror_from_one_line",
+    "pip_download_command",
+    "prepare_wheelhouse",
+    "wheelhouse_is_current",
+    "wheelhouse_key",
+]
 
 #: The platform of the images: CPython 3.11 on glibc 2.36 (bookworm), x86_64.
 WHEEL_PYTHON_VERSION = "3.11"
@@ -53,210 +74,6 @@ WHEELHOUSE_STAMP = ".smlocal-wheelhouse.json"
 Log = Callable[[str], None]
 
 
-def _client(client: docker.DockerClient | None, timeout: int = 120) -> docker.DockerClient:
-    if client is not None:
-        return client
-    try:
-        return docker.from_env(timeout=timeout)
-    except DockerException as exc:
-        raise EngineError(f"No Docker engine answers: {exc}") from exc
-
-
-def _has_image(client: docker.DockerClient, name: str) -> bool:
-    try:
-        client.images.get(name)
-    except ImageNotFound:
-        return False
-    return True
-
-
-# --- the base image -------------------------------------------------------------------------------
-
-
-def ensure_base_image(client: docker.DockerClient | None = None, log: Log = print) -> str:
-    """The image to pass as BASE_IMAGE: python:3.11-slim when present or pullable, else the local one."""
-    client = _client(client)
-    if _has_image(client, DEFAULT_BASE_IMAGE):
-        return DEFAULT_BASE_IMAGE
-    if _has_image(client, LOCAL_BASE_IMAGE):
-        return LOCAL_BASE_IMAGE
-    if _try_pull(DEFAULT_BASE_IMAGE, log):
-        return DEFAULT_BASE_IMAGE
-    build_local_base_image(client, log)
-    return LOCAL_BASE_IMAGE
-
-
-def _try_pull(image: str, log: Log) -> bool:
-    """Pull with a short timeout on its own client; any failure means "not available"."""
-    repository, _, tag = image.partition(":")
-    try:
-        pull_client = docker.from_env(timeout=PULL_TIMEOUT_S)
-    except DockerException:
-        return False
-    started = time.monotonic()
-    try:
-        pull_client.images.pull(repository, tag=tag or "latest")
-    except Exception as exc:  # APIError offline, a requests timeout when the registry does not answer
-        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        log(f"{image} cannot be pulled ({time.monotonic() - started:.1f} s): {first_line[:200]}")
-        return False
-    finally:
-        pull_client.close()
-    log(f"Pulled {image} in {time.monotonic() - started:.1f} s")
-    return True
-
-
-def build_local_base_image(client: docker.DockerClient | None = None, log: Log = print) -> str:
-    """debootstrap Debian bookworm with Python 3.11 and `docker import` it as LOCAL_BASE_IMAGE."""
-    client = _client(client)
-    debootstrap = _ensure_debootstrap(log)
-    mirror = apt_mirror()
-    started = time.monotonic()
-    log(f"Building {LOCAL_BASE_IMAGE} with debootstrap from {mirror} (takes about a minute)")
-    with tempfile.TemporaryDirectory(prefix="smlocal-rootfs-", dir="/var/tmp") as tmp:
-        rootfs = Path(tmp) / "rootfs"
-        cmd = [
-            debootstrap,
-            "--variant=minbase",
-            "--include=python3,python3-venv,ca-certificates",
-            SUITE,
-            str(rootfs),
-            mirror,
-        ]
-        result = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).splitlines()[-25:])
-            raise SetupError(f"debootstrap failed with status {result.returncode}:\n{tail}")
-        bootstrapped = time.monotonic()
-        _clean_rootfs(rootfs)
-        _import_rootfs(client, rootfs)
-    log(
-        f"Built {LOCAL_BASE_IMAGE} in {time.monotonic() - started:.1f} s "
-        f"(debootstrap {bootstrapped - started:.1f} s, import {time.monotonic() - bootstrapped:.1f} s)"
-    )
-    return LOCAL_BASE_IMAGE
-
-
-def _ensure_debootstrap(log: Log) -> str:
-    found = shutil.which("debootstrap")
-    if found:
-        return found
-    if not (Path("/etc/debian_version").exists() and os.geteuid() == 0):
-        raise SetupError(
-            f"No registry provides {DEFAULT_BASE_IMAGE} and debootstrap is missing: make "
-            f"{DEFAULT_BASE_IMAGE} available to the engine (docker pull / docker load), or install "
-            "debootstrap so smlocal can build its own base image."
-        )
-    apt_install(["debootstrap"], log)
-    found = shutil.which("debootstrap")
-    if not found:
-        raise SetupError("apt-get installed debootstrap but it is not on PATH")
-    return found
-
-
-def _clean_rootfs(rootfs: Path) -> None:
-    """Drop apt's lists and caches: they are a third of the size and stale in any image."""
-    for pattern in ("var/lib/apt/lists/*", "var/cache/apt/*.bin", "var/cache/apt/archives/*.deb"):
-        for path in rootfs.glob(pattern):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-
-
-def _import_rootfs(client: docker.DockerClient, rootfs: Path) -> None:
-    repository, _, tag = LOCAL_BASE_IMAGE.partition(":")
-    changes = [
-        f"ENV PATH={IMAGE_PATH}",
-        "ENV LANG=C.UTF-8",
-        f"LABEL {labels.MANAGED}=true",
-        'CMD ["python3"]',
-    ]
-    tar = subprocess.Popen(
-        ["tar", "--numeric-owner", "-C", str(rootfs), "-c", "."],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert tar.stdout is not None
-    try:
-        client.api.import_image(
-            src=tar.stdout, repository=repository, tag=tag, changes=changes, stream_src=True
-        )
-    except DockerException as exc:
-        tar.kill()
-        raise EngineError(f"docker import of {LOCAL_BASE_IMAGE} failed: {exc}") from exc
-    finally:
-        tar.stdout.close()
-        _, err = tar.communicate()
-    if tar.returncode != 0:
-        raise SetupError(f"tar of the rootfs failed with status {tar.returncode}: {err.decode()[-2000:]}")
-    if not _has_image(client, LOCAL_BASE_IMAGE):
-        raise EngineError(f"docker import finished but {LOCAL_BASE_IMAGE} is not there")
-
-
-# --- the apt mirror -------------------------------------------------------------------------------
-
-
-def apt_mirror(
-    sources_list: Path = Path("/etc/apt/sources.list"),
-    sources_dir: Path = Path("/etc/apt/sources.list.d"),
-    suite: str = SUITE,
-) -> str:
-    """The host's Debian mirror for `suite` (one-line or deb822 sources), else deb.debian.org."""
-    texts: list[tuple[str, bool]] = []
-    if sources_list.is_file():
-        texts.append((sources_list.read_text(errors="replace"), False))
-    if sources_dir.is_dir():
-        for path in sorted(sources_dir.iterdir()):
-            if path.suffix == ".list":
-                texts.append((path.read_text(errors="replace"), False))
-            elif path.suffix == ".sources":
-                texts.append((path.read_text(errors="replace"), True))
-    for text, deb822 in texts:
-        found = mirror_from_deb822(text, suite) if deb822 else mirror_from_one_line(text, suite)
-        if found:
-            return found
-    return DEFAULT_MIRROR
-
-
-def mirror_from_one_line(text: str, suite: str = SUITE) -> str | None:
-    """First `deb URI SUITE ...` line of a sources.list (options in [brackets] allowed)."""
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        line = re.sub(r"\[[^\]]*\]", " ", line)
-        fields = line.split()
-        if len(fields) >= 3 and fields[0] == "deb" and fields[2] == suite:
-            return fields[1].rstrip("/")
-    return None
-
-
-def mirror_from_deb822(text: str, suite: str = SUITE) -> str | None:
-    """First URI of an enabled `Types: deb` stanza whose Suites include SUITE."""
-    for stanza in re.split(r"\n\s*\n", text):
-        fields: dict[str, str] = {}
-        key = ""
-        for raw in stanza.splitlines():
-            if raw.startswith("#") or not raw.strip():
-                continue
-            if raw[0] in " \t" and key:  # continuation line
-                fields[key] += " " + raw.strip()
-                continue
-            key, _, value = raw.partition(":")
-            key = key.strip().lower()
-            fields[key] = value.strip()
-        if fields.get("enabled", "yes").lower() == "no":
-            continue
-        if "deb" not in fields.get("types", "").split():
-            continue
-        if suite not in fields.get("suites", "").split():
-            continue
-        uris = fields.get("uris", "").split()
-        if uris:
-            return uris[0].rstrip("/")
-    return None
-
-
 # --- building project images ----------------------------------------------------------------------
 
 
@@ -270,8 +87,8 @@ def build_image(
     """Build context_dir/Dockerfile as `tag` (layer cache on) and return the image id."""
     client = _client(client, timeout=BUILD_TIMEOUT_S)
     args = dict(buildargs or {})
-    if "BASE_IMAGE" not in args:
-        args["BASE_IMAGE"] = ensure_base_image(client, log)
+    if "BASE_IMAGE" not in args and "BASE_IMAGE" in (context_dir / "Dockerfile").read_text():
+        args["BASE_IMAGE"] = ensure_base_image(client, log)  # only for a Dockerfile built on it
     started = time.monotonic()
     lines: list[str] = []
     image_id = ""

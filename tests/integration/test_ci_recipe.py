@@ -8,15 +8,22 @@ report names the failed check with the container's last log lines, and the proje
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import docker
 import pytest
 
+from contract_tests.containers import SageMakerContainer
+from tests.fixtures.sagemaker_container import no_reaper  # noqa: F401
 from tests.fixtures.user_project import build_runner_python, copy_project, junit_summary, run_ci, tag_for
+from tests.unit.test_ci_recipe import blocks
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_reaper")]
 
 
 @pytest.fixture
@@ -76,3 +83,36 @@ def test_failing_project_tests_fail_the_script_after_the_gate_passed(
     tests = junit_summary(project / "pytest-report.xml")
     assert tests.failed == ("test_predicts_with_the_packed_weights",), str(tests)
     assert "{'predictions': [6.0, 0.0]} == {'predictions': [4.75, 0.25]}" in output
+
+
+@pytest.mark.slow  # pip download (cached: a few seconds), the build, one container (about 20 s)
+def test_the_wheelhouse_recipe_builds_with_no_network(
+    docker_engine: docker.DockerClient, base_image: str, broken_tag: str, tmp_path: Path
+) -> None:
+    """docs/ci.md's recipe for a `docker build` that reaches no package index, as the page writes it
+    (its `sh` commands and its Dockerfile), on a copy of the sample and smlocal's base image: the
+    image built with `--network none` serves the sample's prediction."""
+    (commands,) = blocks("sh")
+    (dockerfile,) = blocks("dockerfile")
+    project = copy_project(tmp_path / "project")
+    (project / "Dockerfile.wheelhouse").write_text(dockerfile)
+    env = {**os.environ, "IMAGE": broken_tag, "BASE_IMAGE": base_image}
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", commands],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert "--network none" in commands and any((project / "wheelhouse").glob("flask-*.whl"))
+    model = tmp_path / "model.tar.gz"
+    with tarfile.open(model, "w:gz") as tar:
+        tar.add(project / "model" / "model.json", arcname="model.json")
+    payload = (project / "tests" / "payload.json").read_bytes()
+    with SageMakerContainer(broken_tag, model_data=model, startup_timeout_s=60) as container:
+        answer = container.invoke(payload, accept="application/json")
+    assert (answer.status, json.loads(answer.body)) == (200, {"predictions": [4.75, 0.25]}), answer.text()

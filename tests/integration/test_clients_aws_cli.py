@@ -7,9 +7,12 @@ The example of docs/quickstart-aws-cli.md (docs/examples/aws_cli_endpoint.sh) ru
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,11 +29,13 @@ from tests.fixtures.client_envs import (
     explain,
     run_client,
 )
-from tests.fixtures.smlocal_server import Smlocal
+from tests.fixtures.smlocal_server import Smlocal, model_tar
 
 pytestmark = pytest.mark.docker
 
 ROLE = "arn:aws:iam::123456789012:role/smlocal"
+#: The body docs/examples/aws_cli_endpoint.sh sends when given none (as application/json).
+EXAMPLE_BODY = b'{"inputs": [1, 2, 3]}'
 
 
 class Aws:
@@ -103,40 +108,110 @@ def create(aws: Aws, name: str, image: str, env: dict[str, str] | None = None) -
         assert done.returncode == 0, explain(done)
 
 
+class StartingServer:
+    """A loopback port for a server that is still starting: its first `closed` connections are
+    closed at once, unanswered (what a client meets before `smlocal serve ... &` listens); later ones
+    are relayed to the real server on `target_port`."""
+
+    def __init__(self, target_port: int, closed: int) -> None:
+        self.target_port, self.closed_left = target_port, closed
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            if self.closed_left > 0:
+                self.closed_left -= 1
+                conn.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            for source, sink in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+            sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
 def test_the_quick_start_example_runs_an_endpoints_whole_life(
     aws: Aws, smlocal: Smlocal, tmp_path: Path
 ) -> None:
-    body = tmp_path / "body.bin"
-    body.write_bytes(bytes(range(256)) * 40 + b"\x00\xff not utf-8 \xc3\x28")  # bytes, not text
+    """As the page runs it, right after `smlocal serve ... &`: the server's first connections go
+    unanswered (and the CLI does not retry them: AWS_MAX_ATTEMPTS=1), and the example waits them out;
+    then IMAGE with a local model.tar.gz (deployed as file://), a JSON body sent as application/json."""
+    model = model_tar(tmp_path / "model.tar.gz", {"weights.bin": b"w" * 64})
+    starting = StartingServer(int(smlocal.server.url.rsplit(":", 1)[1]), closed=2)
     name = f"cli-{uuid.uuid4().hex[:8]}"
     try:
         done = run_client(
             [
                 "bash",
                 str(EXAMPLES / "aws_cli_endpoint.sh"),
-                smlocal.server.url,
+                f"http://127.0.0.1:{starting.port}",
                 smlocal.image,
+                str(model),
                 name,
-                str(body),
             ],
-            aws.env,
+            {**aws.env, "AWS_MAX_ATTEMPTS": "1"},
             timeout_s=180,
         )
         assert done.returncode == 0, explain(done)
+        assert starting.closed_left == 0  # it met the unanswered connections, and waited
         assert done.stdout.decode().splitlines() == [
             f"arn:aws:sagemaker:us-east-1:123456789012:model/{name}",
             f"arn:aws:sagemaker:us-east-1:123456789012:endpoint-config/{name}",
             f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{name}",
             "InService",
-            "application/octet-stream",
+            f"file://{model.resolve()}",
+            "application/json",
             # the echo container answers the request body: the CLI wrote its bytes to the file unchanged
-            f"answer sha256 {hashlib.sha256(body.read_bytes()).hexdigest()}",
+            f"answer sha256 {hashlib.sha256(EXAMPLE_BODY).hexdigest()}",
             f"{name}\tInService",
             f"deleted {name}",
         ]
         assert smlocal.sm.list_endpoints(NameContains=name)["Endpoints"] == []
     finally:
+        starting.close()
         smlocal.cleanup(name)
+
+
+def test_the_quick_start_example_waits_for_a_server_that_is_still_starting(
+    aws: Aws, smlocal: Smlocal, tmp_path: Path
+) -> None:
+    """Started right after `smlocal serve ... &`, nothing listens yet: the example polls until the
+    server answers, and one that never does (a port nothing listens on; the wait lowered from 30 s
+    to 2 s by SERVER_WAIT_S) ends it with the CLI's connection error before anything is created."""
+    with socket.socket() as probe:  # a free loopback port, closed again: connections are refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = model_tar(tmp_path / "model.tar.gz", {"weights.bin": b"w"})
+    started = time.monotonic()
+    done = run_client(
+        [
+            "bash",
+            str(EXAMPLES / "aws_cli_endpoint.sh"),
+            f"http://127.0.0.1:{port}",
+            smlocal.image,
+            str(model),
+        ],
+        {**aws.env, "SERVER_WAIT_S": "2", "AWS_MAX_ATTEMPTS": "1"},
+        timeout_s=120,
+    )
+    assert done.returncode == 255, explain(done)
+    assert done.stdout == b""  # no create-model ran
+    assert f'Could not connect to the endpoint URL: "http://127.0.0.1:{port}/"' in done.stderr.decode()
+    assert 2.0 <= time.monotonic() - started < 30.0
 
 
 def test_describe_invoke_to_a_file_and_list(aws: Aws, smlocal: Smlocal, tmp_path: Path) -> None:

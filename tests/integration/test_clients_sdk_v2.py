@@ -166,6 +166,35 @@ def test_model_data_from_s3_reaches_the_container_without_the_sdk_calling_s3(
         smlocal.cleanup(name)
 
 
+def test_model_data_as_a_local_file_url_reaches_the_container(
+    sdk_v2: tuple[Path, dict[str, str]], smlocal: Smlocal, tmp_path: Path
+) -> None:
+    """`Model(model_data="file:///abs/model.tar.gz")`: the SDK passes the URL through, smlocal
+    extracts the local archive (docs/quickstart-sdk-v2.md says so: no S3 server needed)."""
+    archive = model_tar(tmp_path / "model.tar.gz", {"weights.bin": b"\x04\x05"})
+    script = tmp_path / "file_model.py"
+    script.write_text(S3_MODEL_SCRIPT)
+    name = f"sdk2-file-{uuid.uuid4().hex[:6]}"
+    model_data = archive.resolve().as_uri()
+    python, env = sdk_v2
+    try:
+        done = run_client(
+            [str(python), str(script), smlocal.server.url, smlocal.image, name, model_data],
+            env,
+            timeout_s=180,
+        )
+        assert done.returncode == 0, explain(done)
+        lines = [
+            line for line in done.stdout.decode().splitlines() if line.startswith(("listing", "model data"))
+        ]
+        listing = json.loads(lines[0].removeprefix("listing "))
+        assert listing["files"] == {"weights.bin": hashlib.sha256(b"\x04\x05").hexdigest()}
+        assert lines[1] == f"model data {model_data}"
+        assert_gone(smlocal, name)
+    finally:
+        smlocal.cleanup(name)
+
+
 FAILING_SCRIPT = """
 import sys
 import boto3

@@ -16,11 +16,13 @@ from typing import Any
 
 import docker
 import pytest
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import Reaper
 from testcontainers.core.exceptions import ContainerStartException
 
 from contract_tests.container_wait import ContainerExited, HealthCheckTimeout
-from contract_tests.containers import ROLE, SageMakerContainer
-from emulator.errors import ImageNotFound, ModelDataError, ModelDataNotFound
+from contract_tests.containers import ROLE, ReaperUnavailable, SageMakerContainer
+from emulator.errors import ImageNotFound, ModelDataError, ModelDataNotFound, SetupError
 from emulator.model.resources import ModelDataSource
 from emulator.runtime import labels
 from tests.fixtures.s3server import make_s3_client
@@ -351,3 +353,36 @@ def test_down_removes_what_a_killed_test_process_left(
         if container_id:
             with contextlib.suppress(docker.errors.NotFound):
                 docker_engine.containers.get(container_id).remove(force=True)
+
+
+def test_without_a_registry_ryuk_is_one_clear_error(
+    docker_engine: docker.DockerClient, echo_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ryuk left enabled on a machine that reaches no registry: its image cannot be pulled, and start()
+    says so in one error naming TESTCONTAINERS_RYUK_DISABLED=true, not in docker's traceback."""
+    image = testcontainers_config.ryuk_image
+    try:
+        docker_engine.images.get(image)
+        pytest.skip(f"{image} is on this engine: Ryuk would start")
+    except docker.errors.ImageNotFound:
+        pass
+    reapers = {"name": "testcontainers-ryuk"}
+    before = docker_engine.api.containers(all=True, filters=reapers)
+    monkeypatch.setattr(testcontainers_config, "ryuk_disabled", False)
+    try:
+        with pytest.raises(ReaperUnavailable) as raised:
+            SageMakerContainer(echo_image, startup_timeout_s=STARTUP_S).start()
+    finally:
+        Reaper.delete_instance()
+    message = raised.value.message
+    assert message.startswith(
+        f"testcontainers' reaper (Ryuk, image {image}) could not be started: APIError: "
+    )
+    assert (
+        "Where no registry can be reached its image cannot be pulled: set TESTCONTAINERS_RYUK_DISABLED=true"
+        in message
+    )
+    assert isinstance(raised.value, SetupError) and raised.value.__suppress_context__
+    assert len(message.splitlines()) == 1
+    assert Reaper._instance is None and Reaper._container is None
+    assert docker_engine.api.containers(all=True, filters=reapers) == before  # nothing was started

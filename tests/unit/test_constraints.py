@@ -38,9 +38,14 @@ def project_requirements(extras: tuple[str, ...] | None = None) -> list[Requirem
     """pyproject.toml's dependencies and those of `extras` (default: every extra)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     listed = list(project["dependencies"])
-    for extra, reqs in project["optional-dependencies"].items():
-        if extras is None or extra in extras:
-            listed.extend(r for r in reqs if not r.startswith("smlocal"))
+    optional = project["optional-dependencies"]
+    wanted = list(optional) if extras is None else list(extras)
+    for extra in wanted:  # an extra may name others: "smlocal[testcontainers]"
+        for r in optional[extra]:
+            if r.startswith("smlocal"):
+                wanted.extend(e for e in Requirement(r).extras if e not in wanted)
+            else:
+                listed.append(r)
     return [Requirement(r) for r in listed]
 
 

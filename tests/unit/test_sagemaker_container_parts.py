@@ -20,7 +20,7 @@ from contract_tests.container_wait import (
     PingWaitStrategy,
     published_port,
 )
-from contract_tests.containers import ROLE, SageMakerContainer
+from contract_tests.containers import ROLE, ReaperUnavailable, SageMakerContainer
 from emulator.config import ContractLimits
 from emulator.runtime import labels
 from emulator.runtime.base import ContainerSpec
@@ -178,6 +178,15 @@ def test_testcontainers_reaper_starts_first_unless_disabled(monkeypatch: pytest.
         raise RuntimeError("ryuk asked for")
 
     monkeypatch.setattr(testcontainers_config, "ryuk_disabled", False)
+    monkeypatch.setattr(testcontainers_config, "ryuk_image", "testcontainers/ryuk:0.8.1")
     monkeypatch.setattr(Reaper, "get_instance", staticmethod(no_reaper))
-    with pytest.raises(RuntimeError, match="ryuk asked for"):
+    with pytest.raises(ReaperUnavailable) as raised:
         SageMakerContainer("img", docker_client_kw=NO_ENGINE).start()
+    assert raised.value.message == (
+        "testcontainers' reaper (Ryuk, image testcontainers/ryuk:0.8.1) could not be started: "
+        "RuntimeError: ryuk asked for. Where no registry can be reached its image cannot be pulled: "
+        "set TESTCONTAINERS_RYUK_DISABLED=true (SageMakerContainer.stop() removes its own container, "
+        "and `smlocal down` those of a killed test process), or load the image into the engine (docker load)."
+    )
+    assert isinstance(raised.value.cause, RuntimeError) and raised.value.__suppress_context__
+    assert Reaper._instance is None and Reaper._container is None
