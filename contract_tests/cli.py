@@ -32,8 +32,8 @@ from contract_tests.payload_options import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from contract_tests.check_config import CheckConfig
     from contract_tests.registry import Check
-    from contract_tests.target import CheckConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -184,7 +184,7 @@ def _model_data_url(url: str | None, multi_model: bool = True) -> str | None:
 
 
 def _size_limit(text: str | None) -> int:
-    from contract_tests.target import SERVERLESS_IMAGE_LIMIT_BYTES, parse_size
+    from contract_tests.check_config import SERVERLESS_IMAGE_LIMIT_BYTES, parse_size
 
     if text is None:
         return SERVERLESS_IMAGE_LIMIT_BYTES
@@ -196,7 +196,7 @@ def _size_limit(text: str | None) -> int:
 
 def check_config(args: argparse.Namespace) -> CheckConfig:
     """The CheckConfig the arguments describe; UsageError when they can't."""
-    from contract_tests.target import CheckConfig
+    from contract_tests.check_config import CheckConfig
     from emulator.config import ContractLimits
 
     changes = {

@@ -14,9 +14,9 @@ import textwrap
 from collections.abc import Sequence
 
 from contract_tests import report
+from contract_tests.check_config import SERVERLESS_MAX_PAYLOAD_BYTES, SERVERLESS_STARTUP_TIMEOUT_S
 from contract_tests.checks.stream_calls import STREAM_TOTAL_FACTOR
 from contract_tests.registry import Check, all_checks
-from contract_tests.target import SERVERLESS_MAX_PAYLOAD_BYTES, SERVERLESS_STARTUP_TIMEOUT_S
 from emulator.config import ContractLimits
 
 COMMAND = "python3 -m contract_tests.docs > docs/contract.md"

@@ -43,7 +43,7 @@ def payload_fields(items: Sequence[tuple[str, str]], prefix: str = "--") -> dict
     """CheckConfig's payload fields (payload, content_type, accept, extra_payloads, payload_given) from
     the payload options in command-line order; UsageError when they cannot be read or contradict.
     `prefix` is how the options are spelt in messages (`--sagemaker-` for the pytest plugin)."""
-    from contract_tests.target import Payload
+    from contract_tests.check_config import Payload
 
     def flag(kind: str) -> str:
         return prefix + kind.replace("_", "-")
@@ -99,7 +99,7 @@ def stream_payload(streaming: bool, body: str | None, content_type: str | None, 
     """CheckConfig.stream (a Payload, or None without `streaming`) from --streaming, --stream-body
     (JSON text, or @FILE) and --stream-content-type; UsageError when they cannot be used. `prefix` is how
     the options are spelt in messages (`--sagemaker-` for the pytest plugin)."""
-    from contract_tests.target import DEFAULT_STREAM_BODY, DEFAULT_STREAM_SOURCE, Payload
+    from contract_tests.check_config import DEFAULT_STREAM_BODY, DEFAULT_STREAM_SOURCE, Payload
 
     if not streaming:
         given = [

@@ -35,9 +35,10 @@ from contract_tests.payload_options import (
 )
 
 if TYPE_CHECKING:
+    from contract_tests.check_config import CheckConfig
     from contract_tests.registry import Check
     from contract_tests.result import CheckResult
-    from contract_tests.target import CheckConfig, Target
+    from contract_tests.target import Target
 
 #: The fixtures for a user's own tests (smlocal_server, sagemaker_clients, sagemaker_endpoint), loaded
 #: with this plugin; like it, they import only pytest and the standard library until used.
@@ -157,7 +158,7 @@ class ContractSession:
         self._items: list[ContractItem] = []
 
     def check_config(self) -> CheckConfig:
-        from contract_tests.target import SERVERLESS_IMAGE_LIMIT_BYTES, CheckConfig, parse_size
+        from contract_tests.check_config import SERVERLESS_IMAGE_LIMIT_BYTES, CheckConfig, parse_size
         from emulator.config import ContractLimits
 
         environment = {}

@@ -10,19 +10,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import re
 import secrets
 import shutil
-import tempfile
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from contract_tests.http_client import container_client
+from contract_tests.check_config import NO_GPU_ENV, NO_GPU_VALUE, CheckConfig
 from contract_tests.multi_model import (
     MmeArtifacts,
     MmeDataProblem,
@@ -31,9 +26,8 @@ from contract_tests.multi_model import (
     plan_model_data,
     prepare,
 )
-from contract_tests.ping import ping_once
 from contract_tests.result import CheckSkipped
-from emulator.config import ContractLimits
+from contract_tests.running import GONE_STATUSES, RunningContainer, Startup
 from emulator.errors import EngineError
 from emulator.interrupts import deferred
 from emulator.model import platform_env
@@ -41,140 +35,11 @@ from emulator.model.resources import ModelDataSource
 from emulator.process_owner import check_labels, remove_orphaned_checks
 from emulator.runtime import labels
 from emulator.runtime.base import (
-    ContainerHandle,
     ContainerRuntime,
     ContainerSpec,
-    ContainerState,
     ImageConfig,
 )
 from emulator.runtime.docker import DockerRuntime
-
-#: ContainerState.status of a container the engine does not know (any more).
-REMOVED_STATUS = "removed"
-#: ... and of one it is removing (or failed to remove): never this run's doing before close().
-GONE_STATUSES = frozenset({REMOVED_STATUS, "removing", "dead"})
-#: SageMaker serverless inference's image size limit: image.size's default limit (FAILED above it under
-#: the serverless profile, a warning otherwise).
-SERVERLESS_IMAGE_LIMIT_BYTES = 10 * 1024**3
-#: Set on every container under the serverless profile (Target._no_gpu): no GPU even from an engine whose
-#: default runtime is nvidia ("void": the NVIDIA runtime then behaves as runc).
-NO_GPU_ENV = "NVIDIA_VISIBLE_DEVICES"
-NO_GPU_VALUE = "void"
-#: SageMaker serverless inference's request and response body cap, 4 MB (hosting contract §7; MB as the
-#: real-time cap's 6 MB = 6,291,456 bytes): serverless.payload-size.
-SERVERLESS_MAX_PAYLOAD_BYTES = 4 * 1024**2
-#: Serverless: model download and the first 200 from /ping within 3 minutes (hosting contract §7):
-#: serverless.startup-time's default limit.
-SERVERLESS_STARTUP_TIMEOUT_S = 180.0
-_SIZE = re.compile(r"^(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?$", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-
-
-def parse_size(text: str) -> int:
-    """`10GB`, `500MB`, `1.5GiB`, `2048` (bytes) as bytes. K/M/G/T (alone, with B or with iB) are powers
-    of 1024, as the reports print sizes. ValueError for anything else."""
-    match = _SIZE.match(text.strip())
-    if match is None:
-        raise ValueError(f"not a size: {text!r} (e.g. 10GB, 500MB, 2048)")
-    size = int(float(match.group(1)) * _SIZE_UNITS[(match.group(2) or "").lower()])
-    if size <= 0:
-        raise ValueError(f"a size must be positive: {text!r}")
-    return size
-
-
-@dataclass(frozen=True)
-class Payload:
-    """One request the invocation checks send: a body, its Content-Type and (optionally) an Accept."""
-
-    body: bytes = b"{}"
-    content_type: str = "application/json"
-    accept: str | None = None
-    #: where it came from, for messages (`--payload FILE`), or "the default payload"
-    source: str = "the default payload"
-
-
-#: What the streaming.* checks send without --stream-body [U]: the request the common streaming LLM
-#: containers (Hugging Face TGI, DJL LMI) stream an answer to on /invocations. No body fits every image:
-#: give the one yours streams to.
-DEFAULT_STREAM_BODY = b'{"inputs": "Tell me a story.", "parameters": {"max_new_tokens": 64}, "stream": true}'
-#: Payload.source of DEFAULT_STREAM_BODY.
-DEFAULT_STREAM_SOURCE = "the default stream body"
-
-
-@dataclass(frozen=True)
-class CheckConfig:
-    image: str
-    model_data: str | None = None
-    #: `--multi-model-data`: the multi-model prefix of an image with the multi-models label, when it is not
-    #: --model-data (then --model-data is the single-model data only); see multi_model.plan_model_data.
-    multi_model_data: str | None = None
-    environment: Mapping[str, str] = field(default_factory=dict)
-    #: The request body the invocation checks send (the container may answer it with any status).
-    payload: bytes = b"{}"
-    content_type: str = "application/json"
-    #: The Accept header sent with `payload` (None: none).
-    accept: str | None = None
-    #: More inputs the user gave (`--payload` several times): invocations.serves sends each.
-    extra_payloads: tuple[Payload, ...] = ()
-    #: True when the user chose the payload(s): then no 2xx to any of them is a failure, not a warning.
-    payload_given: bool = False
-    #: Where `payload` came from, for messages (`--payload FILE`); None: "the configured/default payload".
-    payload_source: str | None = None
-    limits: ContractLimits = field(default_factory=ContractLimits)
-    cache_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "smlocal-check")
-    poll_interval_s: float = 0.05
-    #: image.size's limit (`--image-size-limit`): above it FAILED under the serverless profile, else warned.
-    image_size_limit_bytes: int = SERVERLESS_IMAGE_LIMIT_BYTES
-    #: `--profile`: "realtime" (default) or "serverless" (then the image size limit is a failure and the
-    #: serverless.* checks run; under realtime they are SKIPPED).
-    profile: str = "realtime"
-    #: serverless.startup-time's limit on the first 200 from /ping (SageMaker serverless' 3 minutes).
-    serverless_startup_timeout_s: float = SERVERLESS_STARTUP_TIMEOUT_S
-    #: Check ids the user named exactly (`--check ID`; a group or the plugin's -k does not count): these
-    #: run in full even on a slow model (see invocations.needs_variants).
-    named_checks: frozenset[str] = frozenset()
-    #: `--streaming`: the request the streaming.* checks send (`--stream-body`, `--stream-content-type`;
-    #: DEFAULT_STREAM_BODY when none was given); None: the image was not said to stream, they are SKIPPED.
-    stream: Payload | None = None
-
-    @property
-    def payloads(self) -> tuple[Payload, ...]:
-        """Every input to send: the primary payload (what most checks use) first."""
-        source = self.payload_source or (
-            "the configured payload" if self.payload_given else "the default payload"
-        )
-        first = Payload(self.payload, self.content_type, self.accept, source)
-        return (first, *self.extra_payloads)
-
-    @property
-    def container_port(self) -> int:
-        return int(self.environment.get("SAGEMAKER_BIND_TO_PORT") or self.limits.container_port)
-
-
-@dataclass(frozen=True)
-class Startup:
-    """What happened while a container started: the evidence the start.* checks judge."""
-
-    healthy: bool
-    exited: bool
-    exit_code: int | None
-    elapsed_s: float
-    #: seconds from start to the first HTTP response of any status on /ping (None: never)
-    first_response_s: float | None
-    #: seconds from start to the first 200 (None: never)
-    first_healthy_s: float | None
-    attempts: int
-    last_observation: str
-    #: the slowest /ping answer seen, in seconds
-    slowest_ping_s: float
-    ping_body: bytes
-    #: the last log lines, for messages
-    logs: str
-    #: the whole log, for searching
-    all_logs: str = ""
-    #: why Docker could not start the container at all (then nothing else here was observed)
-    start_error: str | None = None
-
 
 #: The check that reports model data that cannot be used (the checks needing a container point to it).
 MODEL_DATA_CHECK = "model-data.extracts"
@@ -190,90 +55,6 @@ class ModelDataProblem:
     message: str
     #: exactly what failed (the object or archive member, and why)
     detail: str
-
-
-class RunningContainer:
-    def __init__(self, runtime: ContainerRuntime, handle: ContainerHandle, config: CheckConfig) -> None:
-        self.runtime = runtime
-        self.handle = handle
-        self.config = config
-        self.started_at = time.monotonic()
-
-    @property
-    def base_url(self) -> str:
-        return self.handle.base_url
-
-    def url_of(self, container_port: int) -> str:
-        """The loopback URL of a container port published at start (see Target.start's extra_ports)."""
-        return f"http://127.0.0.1:{self.handle.published_ports[container_port]}"
-
-    def client(self, timeout_s: float | None = None) -> httpx.Client:
-        """A fresh HTTP client (own connections) for this container."""
-        return container_client(
-            base_url=self.base_url, timeout=timeout_s or self.config.limits.invocation_timeout_s
-        )
-
-    def logs(self, tail: int | None = None) -> str:
-        return self.runtime.logs(self.handle.id, tail=tail)
-
-    def state(self) -> ContainerState:
-        return self.runtime.state(self.handle.id)
-
-    def log_tail(self, lines: int = 15) -> str:
-        return self.logs(tail=lines).rstrip()
-
-    def wait_startup(self, deadline_s: float | None = None) -> Startup:
-        """Poll GET /ping (2 s per attempt) until HTTP 200, the container exits, or the deadline."""
-        limits = self.config.limits
-        deadline = self.started_at + (deadline_s if deadline_s is not None else limits.startup_timeout_s)
-        attempts, first_response, first_healthy, slowest = 0, None, None, 0.0
-        observation, body = "no /ping attempt yet", b""
-        exited, exit_code = False, None
-        with container_client(timeout=limits.ping_timeout_s) as client:
-            while True:
-                state = self.state()
-                if not state.running:
-                    exited, exit_code = True, state.exit_code
-                    observation = f"the container exited with code {state.exit_code}"
-                    break
-                now = time.monotonic()
-                if now >= deadline:
-                    break
-                attempts += 1
-                attempt = ping_once(client, f"{self.base_url}/ping", limits.ping_timeout_s)
-                answered = time.monotonic() - self.started_at
-                observation = attempt.observation
-                if attempt.status is not None or attempt.timed_out:
-                    slowest = max(slowest, attempt.took_s)
-                if attempt.status is not None:
-                    if first_response is None:
-                        first_response = answered
-                    if attempt.status == 200:
-                        first_healthy, body = answered, attempt.body
-                        break
-                time.sleep(self.config.poll_interval_s)
-        return Startup(
-            healthy=first_healthy is not None,
-            exited=exited,
-            exit_code=exit_code,
-            elapsed_s=time.monotonic() - self.started_at,
-            first_response_s=first_response,
-            first_healthy_s=first_healthy,
-            attempts=attempts,
-            last_observation=observation,
-            slowest_ping_s=slowest,
-            ping_body=body,
-            logs=self.log_tail(),
-            all_logs=self.logs(),
-        )
-
-    def terminate(self, grace_s: float | None = None) -> tuple[int | None, float]:
-        """SIGTERM; returns (exit code or None if still running after the grace period, seconds taken)."""
-        grace = self.config.limits.stop_grace_s if grace_s is None else grace_s
-        sent = time.monotonic()
-        self.runtime.signal(self.handle.id, "SIGTERM")
-        code = self.runtime.wait_exit(self.handle.id, grace)
-        return code, time.monotonic() - sent
 
 
 #: Called once per run with the shared container right after its first 200 from /ping, before any check

@@ -16,8 +16,9 @@ from urllib.parse import urlsplit
 from contract_tests.checks.calls import container_note, slow, timed_out
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
+from contract_tests.running import RunningContainer
 from contract_tests.sockets import readable
-from contract_tests.target import CheckContext, RunningContainer
+from contract_tests.target import CheckContext
 
 #: How many times accept.concurrent measures before it fails (a loaded machine can stall one).
 ACCEPT_ATTEMPTS = 2

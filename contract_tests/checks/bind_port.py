@@ -30,7 +30,8 @@ import httpx
 from contract_tests.http_client import container_client
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import CheckContext, RunningContainer
+from contract_tests.running import RunningContainer
+from contract_tests.target import CheckContext
 from emulator.errors import EngineError
 from emulator.model import platform_env
 from emulator.model.containers import ACCEPT_BIND_TO_PORT_LABEL

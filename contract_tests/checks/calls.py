@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from contract_tests.check_config import Payload
 from contract_tests.result import CheckSkipped
-from contract_tests.target import AFTER_HEALTHY, CheckContext, Payload, RunningContainer, Target
+from contract_tests.running import RunningContainer
+from contract_tests.target import AFTER_HEALTHY, CheckContext, Target
 from emulator.config import ContractLimits
 
 #: Response bodies are read up to this many times the cap, then the size is reported as "at least".

@@ -27,7 +27,8 @@ from contract_tests.checks.calls import (
 )
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import CheckContext, RunningContainer
+from contract_tests.running import RunningContainer
+from contract_tests.target import CheckContext
 
 CONTENT_TYPE_FIX = (
     "Set a Content-Type header on every answer to /invocations that says what the body is (SageMaker "

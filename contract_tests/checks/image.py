@@ -10,9 +10,10 @@ import posixpath
 import re
 import shlex
 
+from contract_tests.check_config import SERVERLESS_IMAGE_LIMIT_BYTES
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import SERVERLESS_IMAGE_LIMIT_BYTES, CheckContext
+from contract_tests.target import CheckContext
 
 #: Docker's PATH when the image sets none.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

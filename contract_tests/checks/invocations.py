@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import statistics
 
+from contract_tests.check_config import Payload
 from contract_tests.checks.calls import (
     NOTE_EXCERPT,
     STEADY_CALLS,
@@ -33,7 +34,7 @@ from contract_tests.checks.calls import (
 )
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import CheckContext, Payload
+from contract_tests.target import CheckContext
 
 # ---------------------------------------------------------------------------------------- invocations
 

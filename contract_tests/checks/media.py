@@ -16,10 +16,11 @@ import json
 
 import httpx
 
+from contract_tests.check_config import Payload
 from contract_tests.checks.calls import Answer, baseline, container_note, invoke, needs_variants
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import CheckContext, Payload
+from contract_tests.target import CheckContext
 
 #: Content-Type parameters clients add (`; charset=utf-8`; Java's `; charset=UTF-8`, browsers'
 #: `;charset=UTF-8`): each is sent after the configured type.

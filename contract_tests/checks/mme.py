@@ -43,7 +43,8 @@ from contract_tests.multi_model import (
 )
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import CheckContext, RunningContainer
+from contract_tests.running import RunningContainer
+from contract_tests.target import CheckContext
 
 # ------------------------------------------------------------------------------------------- checks
 

@@ -21,7 +21,8 @@ from contract_tests.multi_model import (
     model_name,
 )
 from contract_tests.result import CheckSkipped
-from contract_tests.target import MODEL_DATA_CHECK, CheckContext, RunningContainer, Startup, Target
+from contract_tests.running import RunningContainer, Startup
+from contract_tests.target import MODEL_DATA_CHECK, CheckContext, Target
 from emulator.errors import EngineError
 from emulator.model.containers import MULTI_MODELS_LABEL
 from emulator.model.messages import missing_multi_models_label

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from contract_tests.check_config import SERVERLESS_MAX_PAYLOAD_BYTES
 from contract_tests.checks.calls import (
     Answer,
     container_note,
@@ -32,12 +33,8 @@ from contract_tests.checks.calls import (
 )
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import (
-    SERVERLESS_MAX_PAYLOAD_BYTES,
-    CheckContext,
-    RunningContainer,
-    Startup,
-)
+from contract_tests.running import RunningContainer, Startup
+from contract_tests.target import CheckContext
 
 #: The user the sandbox runs the image as [U]: unprivileged, owning none of the image's files (Debian's
 #: and most distributions' `nobody:nogroup`), whatever the image's USER says.

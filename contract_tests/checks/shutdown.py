@@ -16,8 +16,9 @@ from urllib.parse import urlsplit
 from contract_tests.checks import calls, sigterm
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
+from contract_tests.running import RunningContainer
 from contract_tests.sockets import readable
-from contract_tests.target import CheckContext, RunningContainer
+from contract_tests.target import CheckContext
 
 SHUTDOWN_FIX = (
     "Start the server with an exec-form ENTRYPOINT so that it is PID 1 and receives SIGTERM, and on "

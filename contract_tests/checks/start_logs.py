@@ -9,7 +9,8 @@ import re
 
 from contract_tests.checks.start_run import dur, plural
 from contract_tests.result import CheckFailed
-from contract_tests.target import CheckContext, Startup
+from contract_tests.running import Startup
+from contract_tests.target import CheckContext
 
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*$")
 

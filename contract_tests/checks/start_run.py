@@ -14,7 +14,8 @@ import httpx
 
 from contract_tests.http_client import container_client
 from contract_tests.result import CheckSkipped
-from contract_tests.target import CheckContext, Startup, Target
+from contract_tests.running import Startup
+from contract_tests.target import CheckContext, Target
 
 #: Pings sent to the healthy container after its first 200 (steady state: status, time, body).
 FOLLOW_UP_PINGS = 5

@@ -22,9 +22,11 @@ import weakref
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from contract_tests.check_config import Payload
 from contract_tests.chunked import ChunkedDecoder, FramingError
+from contract_tests.running import RunningContainer
 from contract_tests.sockets import readable
-from contract_tests.target import CheckContext, Payload, RunningContainer, Target
+from contract_tests.target import CheckContext, Target
 
 #: The whole answer may take this many times the invocation limit (300 s at SageMaker's 60 s) [U]:
 #: a stream is one invocation, but a long generation outlasts one answer's limit.

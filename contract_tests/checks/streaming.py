@@ -20,18 +20,14 @@ first body byte arrives within FIRST_BYTE_SHARE of the time from the request to 
 
 from __future__ import annotations
 
+from contract_tests.check_config import DEFAULT_STREAM_BODY, DEFAULT_STREAM_SOURCE, Payload
 from contract_tests.checks.calls import container_note, describe_payload, log_lines
 from contract_tests.checks.stream_calls import Arrival, StreamAnswer, shared, stream
 from contract_tests.http_client import container_client
 from contract_tests.registry import check
 from contract_tests.result import CheckFailed, CheckSkipped
-from contract_tests.target import (
-    DEFAULT_STREAM_BODY,
-    DEFAULT_STREAM_SOURCE,
-    CheckContext,
-    Payload,
-    RunningContainer,
-)
+from contract_tests.running import RunningContainer
+from contract_tests.target import CheckContext
 
 #: Body bytes must arrive at this many distinct moments at least ...
 MIN_ARRIVALS = 3

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import httpx
 
-from contract_tests.target import GONE_STATUSES, CheckContext, RunningContainer
+from contract_tests.running import GONE_STATUSES, RunningContainer
+from contract_tests.target import CheckContext
 from emulator.errors import EngineError
 
 MODEL_DIR = "/opt/ml/model"

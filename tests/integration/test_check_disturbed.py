@@ -10,10 +10,11 @@ import docker
 import pytest
 
 from contract_tests import report
+from contract_tests.check_config import CheckConfig
 from contract_tests.registry import select
 from contract_tests.result import CAUSE_CONTAINER_REMOVED, CheckResult, Outcome
 from contract_tests.runner import run_checks
-from contract_tests.target import CheckConfig, Target
+from contract_tests.target import Target
 from emulator.runtime import labels
 from tests.fixtures.twins import FAST_LIMITS
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from contract_tests.check_config import CheckConfig
 from contract_tests.checks.bind_port import BIND_PORT, SAFE_PORT_RANGE
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_check, run_checks
-from contract_tests.target import CheckConfig, Target
+from contract_tests.target import Target
 from emulator.config import ContractLimits
 from emulator.process_owner import check_labels
 from emulator.runtime import labels

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from contract_tests.check_config import SERVERLESS_IMAGE_LIMIT_BYTES, parse_size
 from contract_tests.result import CheckResult, Outcome
-from contract_tests.target import SERVERLESS_IMAGE_LIMIT_BYTES, parse_size
 
 pytestmark = pytest.mark.docker
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from contract_tests.check_config import CheckConfig, Payload
 from contract_tests.checks.invocations import NOT_VERIFIED
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_check, run_checks
-from contract_tests.target import CheckConfig, Payload, Target
+from contract_tests.target import Target
 from emulator.config import ContractLimits
 from tests.fixtures.twins import FAST_LIMITS
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from contract_tests.check_config import Payload
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
-from contract_tests.target import Payload
 
 pytestmark = pytest.mark.docker
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from contract_tests.check_config import CheckConfig
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
-from contract_tests.target import CheckConfig, Target
+from contract_tests.target import Target
 from emulator.model_data.sources import extract_failed_message, not_found_message
 from tests.fixtures import archive_bombs as bombs
 from tests.fixtures.s3server import ACCESS_KEY, REGION, SECRET_KEY

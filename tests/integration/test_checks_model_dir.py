@@ -21,13 +21,14 @@ from pathlib import Path
 import docker
 import pytest
 
+from contract_tests.check_config import CheckConfig
 from contract_tests.checks import write_probe
 from contract_tests.checks.model_dir import erofs_lines, shadowed
 from contract_tests.checks.write_probe import changes, overlay_changes, snapshot
 from contract_tests.registry import select
 from contract_tests.result import CAUSE_CONTAINER_REMOVED, CheckResult, Outcome
 from contract_tests.runner import removed_message, run_checks
-from contract_tests.target import CheckConfig, Target
+from contract_tests.target import Target
 from emulator.runtime import labels
 from emulator.runtime.images import build_image
 from tests.fixtures.twins import FAST_LIMITS

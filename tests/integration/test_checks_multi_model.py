@@ -16,11 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
+from contract_tests.check_config import CheckConfig
 from contract_tests.checks import mme_calls
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_check, run_checks
-from contract_tests.target import CheckConfig, Target
+from contract_tests.target import Target
 from emulator.model.containers import MULTI_MODELS_LABEL
 from emulator.model.messages import missing_multi_models_label
 from emulator.process_owner import check_labels

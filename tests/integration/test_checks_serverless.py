@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from contract_tests.check_config import SERVERLESS_MAX_PAYLOAD_BYTES, CheckConfig
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
-from contract_tests.target import SERVERLESS_MAX_PAYLOAD_BYTES, CheckConfig, Target
+from contract_tests.target import Target
 from tests.fixtures.twins import FAST_LIMITS
 
 pytestmark = pytest.mark.docker

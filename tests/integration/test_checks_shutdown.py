@@ -15,10 +15,12 @@ from typing import Any
 import docker
 import pytest
 
+from contract_tests.check_config import CheckConfig
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
-from contract_tests.target import CheckConfig, RunningContainer, Target
+from contract_tests.running import RunningContainer
+from contract_tests.target import Target
 from emulator.runtime import labels
 from emulator.runtime.images import build_image
 from tests.fixtures.twins import FAST_LIMITS, TWIN_PREFIX, TWINS_DIR

@@ -20,12 +20,13 @@ from typing import Any
 
 import pytest
 
+from contract_tests.check_config import CheckConfig
 from contract_tests.checks.calls import SLOW_MAX_S, SLOW_MIN_S, slow_s
 from contract_tests.cli import named
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
-from contract_tests.target import CheckConfig, Target
+from contract_tests.target import Target
 from emulator.config import ContractLimits
 from tests.fixtures.twins import FAST_LIMITS
 

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from contract_tests import report
+from contract_tests.check_config import CheckConfig
 from contract_tests.checks.startup import PING_BODY_IGNORABLE_BYTES, _not_ignorable
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
-from contract_tests.target import CheckConfig, Target
+from contract_tests.target import Target
 from emulator.config import ContractLimits
 from tests.fixtures.twins import FAST_LIMITS
 

@@ -17,10 +17,11 @@ from pathlib import Path
 import docker
 import pytest
 
+from contract_tests.check_config import DEFAULT_STREAM_BODY, CheckConfig, Payload
 from contract_tests.registry import select
 from contract_tests.result import CheckResult, Outcome
 from contract_tests.runner import run_checks
-from contract_tests.target import DEFAULT_STREAM_BODY, CheckConfig, Payload, Target
+from contract_tests.target import Target
 from emulator.config import ContractLimits
 from tests.fixtures.twins import FAST_LIMITS, TWINS_DIR
 from tests.integration.test_check_cli import ROOT, assert_no_containers_left, smlocal_check

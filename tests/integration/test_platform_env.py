@@ -13,7 +13,8 @@ from typing import Any
 import docker
 import pytest
 
-from contract_tests.target import CheckConfig, Target
+from contract_tests.check_config import CheckConfig
+from contract_tests.target import Target
 from emulator.runtime import labels
 from tests.fixtures.smlocal_server import Smlocal
 from tests.fixtures.twins import FAST_LIMITS

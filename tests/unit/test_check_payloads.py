@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from contract_tests.check_config import CheckConfig, Payload
 from contract_tests.cli import _sigterm_cleans_up, check_config, main
-from contract_tests.target import CheckConfig, Payload
 from emulator.cli import build_parser
 
 

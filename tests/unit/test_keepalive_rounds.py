@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from contract_tests.check_config import Payload
 from contract_tests.checks.keepalive import PAIRS, Round
 from contract_tests.checks.media import GARBAGE, malformed, media_type
-from contract_tests.target import Payload
 
 MS = 0.001
 

@@ -8,13 +8,14 @@ from types import SimpleNamespace
 
 import pytest
 
+from contract_tests.check_config import DEFAULT_STREAM_BODY, CheckConfig, Payload
 from contract_tests.checks import streaming
 from contract_tests.checks.stream_calls import Arrival, StreamAnswer
 from contract_tests.checks.streaming import FIRST_BYTE_SHARE, MIN_ARRIVALS, judge_timing, moments
 from contract_tests.chunked import MAX_LINE_BYTES, ChunkedDecoder, FramingError
 from contract_tests.cli import UsageError, stream_payload
 from contract_tests.result import CheckFailed
-from contract_tests.target import DEFAULT_STREAM_BODY, CheckConfig, CheckContext, Payload
+from contract_tests.target import CheckContext
 
 GIVEN = Payload(b"{}", "application/json", None, "--stream-body")
 DEFAULT = Payload(DEFAULT_STREAM_BODY, "application/json", None, "the default stream body")

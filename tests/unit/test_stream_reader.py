@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from contract_tests.check_config import Payload
 from contract_tests.checks import stream_calls
 from contract_tests.checks.stream_calls import StreamAnswer, stream
-from contract_tests.target import Payload
 from emulator.config import ContractLimits
 
 PAYLOAD = Payload(b'{"parts": 3}', "application/json", None, "--stream-body")
