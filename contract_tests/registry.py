@@ -76,6 +76,7 @@ CHECK_MODULES = (
     "contract_tests.checks.keepalive",
     "contract_tests.checks.model_dir",
     "contract_tests.checks.mme",
+    "contract_tests.checks.mme_serving",
     "contract_tests.checks.streaming",
     "contract_tests.checks.serverless",
     "contract_tests.checks.shutdown",
