@@ -1,6 +1,7 @@
 """The contract checks as pytest items (the `smlocal` pytest11 entry point).
 
     pytest --sagemaker-image my-model:latest [--sagemaker-model-data URL] [--sagemaker-env K=V ...]
+           [--sagemaker-multi-model-data URL]  (the mme.* checks' prefix, multi-models label)
            [--sagemaker-payload FILE [--sagemaker-content-type T] [--sagemaker-accept T] ...]
            [--sagemaker-startup-timeout S] [--sagemaker-profile serverless]
            [--sagemaker-image-size-limit SIZE] [--sagemaker-streaming [--sagemaker-stream-body JSON]
@@ -61,7 +62,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--sagemaker-model-data",
         metavar="URL",
         default=None,
-        help="model data for the image (s3://, file:// or a local model.tar.gz)",
+        help="model data for the image (s3://, file:// or a local model.tar.gz); of an image with the "
+        "multi-models label also its multi-model data unless --sagemaker-multi-model-data is given",
+    )
+    group.addoption(
+        "--sagemaker-multi-model-data",
+        metavar="URL",
+        default=None,
+        help="the multi-model prefix (s3://bucket/models/ or a local folder of *.tar.gz) for the mme.* "
+        "checks of an image with the multi-models label; --sagemaker-model-data is then the single-model "
+        "data only (smlocal check's --multi-model-data)",
     )
     group.addoption(
         "--sagemaker-profile",
@@ -188,6 +198,7 @@ class ContractSession:
         return CheckConfig(
             image=self.image,
             model_data=self.config.getoption("sagemaker_model_data"),
+            multi_model_data=self.config.getoption("sagemaker_multi_model_data"),
             profile=self.config.getoption("sagemaker_profile"),
             image_size_limit_bytes=limit_bytes,
             environment=environment,
@@ -211,12 +222,19 @@ class ContractSession:
         from emulator.model_data.sources import locate
 
         target = Target(self.check_config())
+        config = target.config
+        option = "--sagemaker-model-data"
         try:
-            if target.config.model_data is not None:  # no model data URL at all: a usage error; data
-                locate_model_data(target.config.model_data)  # that fails: model-data.extracts
+            if config.model_data is not None:  # no model data URL at all: a usage error; data
+                locate_model_data(config.model_data)  # that fails: model-data.extracts
+            if config.multi_model_data is not None:
+                option = "--sagemaker-multi-model-data"
+                locate_model_data(config.multi_model_data)
+                option = "--sagemaker-model-data"
             target.image  # noqa: B018 - resolve the image now: a missing one stops the run
-            if target.config.model_data is not None and not target.multi_model:
-                locate(ModelDataSource(uri=target.config.model_data))  # a prefix: multi-model images only
+            if config.model_data is not None and (not target.multi_model or config.multi_model_data):
+                # a prefix is model data for a multi-model image only (unless the prefix is given apart)
+                locate(ModelDataSource(uri=config.model_data))
         except ImageNotFound:
             pytest.exit(
                 f"smlocal: image {self.image} not found locally; build or pull it first",
@@ -225,7 +243,7 @@ class ContractSession:
         except EngineError as exc:
             pytest.exit(f"smlocal: {exc.message}", returncode=pytest.ExitCode.USAGE_ERROR)
         except ValidationFailed as exc:
-            pytest.exit(f"smlocal: --sagemaker-model-data: {exc.message}", pytest.ExitCode.USAGE_ERROR)
+            pytest.exit(f"smlocal: {option}: {exc.message}", pytest.ExitCode.USAGE_ERROR)
         return target
 
     @pytest.hookimpl(wrapper=True)

@@ -44,7 +44,8 @@ KEEPALIVE_FIX = (
     "Send each response in one write, or set TCP_NODELAY on the server's sockets: e.g. "
     "`disable_nagle_algorithm = True` on an http.server handler and build headers and body into one "
     "buffer, `socket.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1)` on accepted sockets, or serve with "
-    "gunicorn, uvicorn or aiohttp, which do both."
+    "gunicorn, uvicorn or aiohttp, which do both; nginx in front: keep `tcp_nodelay on;` (its default) "
+    "where sendfile serves answers."
 )
 
 

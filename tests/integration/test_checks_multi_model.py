@@ -289,6 +289,35 @@ def test_the_pytest_plugin_takes_the_s3_prefix_too(
         assert f"smlocal-contract::{check_id} PASSED" in run.stdout
 
 
+def test_the_pytest_plugin_takes_the_single_model_data_and_the_prefix_apart(
+    dual_image: str, prefix: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "single"
+    folder.mkdir()
+    (folder / "answer.txt").write_text("gamma")  # no *.tar.gz: alone, the mme.* loads would skip
+
+    def plugin(model_data: str) -> subprocess.CompletedProcess[str]:
+        given = ["--sagemaker-model-data", model_data, "--sagemaker-multi-model-data", str(prefix)]
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "contract_tests.plugin", "-p", "no:cacheprovider", "-v"]
+            + ["--sagemaker-image", dual_image, *given, "-k", "model-data or mme.load"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(ROOT)},
+            timeout=300,
+        )
+
+    run = plugin(str(folder))
+    assert run.returncode == 0, run.stdout + run.stderr
+    for check_id in ("model-data.extracts", "mme.load"):
+        assert f"smlocal-contract::{check_id} PASSED" in run.stdout, run.stdout
+    # with the prefix given apart, --sagemaker-model-data is single-model data: a prefix there is refused
+    bad = plugin("s3://b/models/")
+    assert bad.returncode == pytest.ExitCode.USAGE_ERROR, bad.stdout + bad.stderr
+    assert "smlocal: --sagemaker-model-data: " in bad.stdout + bad.stderr
+
+
 def test_a_describe_answering_a_one_entry_list_passes_with_a_warning(
     mme_twin_image: Callable[[str], str], prefix: Path, tmp_path: Path
 ) -> None:

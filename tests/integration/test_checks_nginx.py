@@ -98,6 +98,7 @@ def test_nginx_without_tcp_nodelay_warns_keepalive(
     assert f"ms slower than on new connections in {ROUNDS} rounds of {PAIRS}" in text
     assert "each answer waits for a delayed ACK" in text
     assert "Fix: Send each response in one write, or set TCP_NODELAY" in text
+    assert "nginx in front: keep `tcp_nodelay on;`" in " ".join(text.split())
     for r in result.evidence["rounds"]:
         assert sorted(r["kept_alive_ms"])[PAIRS // 2] > 30  # the ~40 ms delayed ACK, every round
 
