@@ -165,7 +165,7 @@ def test_update_refusals(smlocal: Smlocal) -> None:
 
 def test_scale_out_and_in_without_failures(smlocal: Smlocal) -> None:
     smlocal.deploy("Scale")
-    client = Client(smlocal, "Scale", "env=HOSTNAME")
+    client = Client(smlocal, "Scale", "env=CONTAINER_ID")
     client.start()
     try:
         smlocal.sm.update_endpoint_weights_and_capacities(
@@ -177,7 +177,7 @@ def test_scale_out_and_in_without_failures(smlocal: Smlocal) -> None:
         assert described["ProductionVariants"][0]["CurrentInstanceCount"] == 2
         rt = strict_runtime(smlocal)
         hosts = {
-            rt.invoke_endpoint(EndpointName="Scale", Body=b"x", CustomAttributes="env=HOSTNAME")[
+            rt.invoke_endpoint(EndpointName="Scale", Body=b"x", CustomAttributes="env=CONTAINER_ID")[
                 "Body"
             ].read()
             for _ in range(20)
@@ -341,7 +341,7 @@ def test_killed_instance_is_replaced(smlocal: Smlocal) -> None:
     smlocal.deploy("Heal", count=2)
     before = {c.id: c for c in endpoint_containers(smlocal, "Heal")}
     assert len(before) == 2
-    client = Client(smlocal, "Heal", "env=HOSTNAME")
+    client = Client(smlocal, "Heal", "env=CONTAINER_ID")
     client.start()
     try:
         deadline = time.monotonic() + 10

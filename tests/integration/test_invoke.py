@@ -100,7 +100,7 @@ def test_environment_and_read_only_model_dir(smlocal: Smlocal, echo: str) -> Non
 
 def test_requests_are_spread_over_instances(smlocal: Smlocal, echo: str) -> None:
     hosts = {
-        smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes="env=HOSTNAME")[
+        smlocal.rt.invoke_endpoint(EndpointName=echo, Body=b"x", CustomAttributes="env=CONTAINER_ID")[
             "Body"
         ].read()
         for _ in range(20)

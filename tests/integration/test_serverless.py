@@ -72,9 +72,10 @@ def deploy(env: Smlocal, name: str, env_vars: dict[str, str] | None = None, **co
 
 
 def hostname(env: Smlocal, name: str, rt: Any | None = None) -> str:
-    """The answering container's hostname (its id's prefix): which container served the call."""
-    answer = (rt or env.rt).invoke_endpoint(EndpointName=name, Body=b"x", CustomAttributes="env=HOSTNAME")
-    return str(answer["Body"].read().decode())
+    """The answering container's id prefix (the echo image's CONTAINER_ID, as docker ps shows it): which
+    container served the call."""
+    answer = (rt or env.rt).invoke_endpoint(EndpointName=name, Body=b"x", CustomAttributes="env=CONTAINER_ID")
+    return str(answer["Body"].read().decode())[:12]
 
 
 def no_retry_runtime(env: Smlocal) -> Any:
