@@ -12,6 +12,7 @@ from rich.console import Console
 
 from contract_tests import console, report
 from contract_tests.result import CheckResult, Outcome
+from tests.unit.check_results import result as check_result
 
 NO_MME_LABEL = (
     "the image has no label com.amazonaws.sagemaker.capabilities.multi-models=true, so it cannot serve "
@@ -20,20 +21,8 @@ NO_MME_LABEL = (
 )
 
 
-def result(outcome: Outcome, id: str = "start.healthy", **kw: Any) -> CheckResult:
-    defaults: dict[str, Any] = {
-        "title": "a rule",
-        "duration_s": 0.1234,
-        "message": {
-            Outcome.PASSED: "first 200 after 0.4 s",
-            Outcome.FAILED: "no 200 from /ping within 6 s: last answer HTTP 503",
-            Outcome.SKIPPED: "the container never became healthy",
-            Outcome.ERROR: "RuntimeError: checker bug",
-        }[outcome],
-        "doc_url": f"docs/contract.md#{id.replace('.', '-')}",
-    }
-    defaults.update(kw)
-    return CheckResult(id=id, outcome=outcome, **defaults)
+def result(outcome: Outcome, id: str = "start.healthy", **kw: Any) -> CheckResult:  # noqa: A002
+    return check_result(outcome, id, **{"title": "a rule", **kw})
 
 
 def render(results: list[CheckResult], checks: Any = None, width: int = 120) -> str:

@@ -23,6 +23,7 @@ from contract_tests.registry import Check, all_checks
 from contract_tests.result import CheckFailed, CheckResult, CheckSkipped, Outcome
 from emulator.cli import build_parser, main
 from emulator.config import ContractLimits
+from tests.unit.check_results import result
 
 pytest_plugins = ["pytester"]
 
@@ -33,22 +34,6 @@ ROOT = Path(__file__).resolve().parents[2]
 class _Probe:
     status: int
     body: bytes
-
-
-def result(outcome: Outcome, id: str = "start.healthy", **kw: Any) -> CheckResult:
-    defaults: dict[str, Any] = {
-        "title": "GET /ping answers 200 within the startup timeout",
-        "duration_s": 0.1234,
-        "message": {
-            Outcome.PASSED: "first 200 after 0.4 s",
-            Outcome.FAILED: "no 200 from /ping within 6 s: last answer HTTP 503",
-            Outcome.SKIPPED: "the container never became healthy",
-            Outcome.ERROR: "RuntimeError: checker bug",
-        }[outcome],
-        "doc_url": f"docs/contract.md#{id.replace('.', '-')}",
-    }
-    defaults.update(kw)
-    return CheckResult(id=id, outcome=outcome, **defaults)
 
 
 @pytest.fixture
