@@ -391,20 +391,24 @@ def test_multi_model_metrics(
         count, total = totals("AWS/SageMaker", "ModelUnloadingTime")
         assert count == 1 and total > 0
 
+        # A gauge sampled on a timer: a sample taken while a swapped out and b loaded may say 0, so wait
+        # for the sample of the settled state (one instance, one model (b) loaded), never more than 1.
         deadline = time.monotonic() + 30
-        while totals("/aws/sagemaker/Endpoints", "LoadedModelCount")[0] == 0:
-            assert time.monotonic() < deadline, "no LoadedModelCount sample"
+        while True:
+            points = cw.get_metric_statistics(
+                Namespace="/aws/sagemaker/Endpoints",
+                MetricName="LoadedModelCount",
+                Dimensions=dims,
+                StartTime=datetime.now(UTC) - timedelta(seconds=30),
+                EndTime=datetime.now(UTC) + timedelta(seconds=5),
+                Period=60,
+                Statistics=["Maximum"],
+            )["Datapoints"]
+            if points and max(p["Maximum"] for p in points) == 1:
+                break
+            assert not points or max(p["Maximum"] for p in points) < 1, points  # MAX_LOADED=1: never 2
+            assert time.monotonic() < deadline, f"no LoadedModelCount sample of 1: {points}"
             time.sleep(0.25)
-        points = cw.get_metric_statistics(
-            Namespace="/aws/sagemaker/Endpoints",
-            MetricName="LoadedModelCount",
-            Dimensions=dims,
-            StartTime=datetime.now(UTC) - timedelta(seconds=30),
-            EndTime=datetime.now(UTC) + timedelta(seconds=5),
-            Period=60,
-            Statistics=["Maximum"],
-        )["Datapoints"]
-        assert points and max(p["Maximum"] for p in points) == 1  # one instance, one model (b) loaded
         listed = cw.list_metrics(
             Namespace="AWS/SageMaker", Dimensions=[{"Name": "EndpointName", "Value": "mme-metrics"}]
         )
