@@ -191,7 +191,7 @@ def test_a_requeued_request_waits_in_its_arrival_place_and_keeps_its_run(tmp_pat
 
 
 def test_the_time_in_backlog_samples_are_bounded(tmp_path: Path) -> None:
-    from emulator.hosting.async_inference.worker import BACKLOG_SAMPLES
+    from emulator.hosting.async_inference.counters import BACKLOG_SAMPLES
 
     worker = endpoint(RequestQueue(tmp_path / "queue.json"), [])
     for i in range(BACKLOG_SAMPLES + 10):

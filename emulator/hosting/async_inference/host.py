@@ -29,10 +29,11 @@ from typing import Any
 
 from emulator.config import ServerConfig
 from emulator.errors import ValidationFailed
+from emulator.hosting.async_inference.counters import AsyncMetrics
 from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
 from emulator.hosting.async_inference.s3_stream import AsyncS3
 from emulator.hosting.async_inference.transfer import ContainerCaller
-from emulator.hosting.async_inference.worker import AsyncEndpoint, AsyncMetrics
+from emulator.hosting.async_inference.worker import AsyncEndpoint
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.variants import EndpointFleet, Instance

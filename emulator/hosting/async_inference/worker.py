@@ -21,19 +21,18 @@ so no request is sent to a stopping instance.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 import aiohttp
 from multidict import CIMultiDict
 
 from emulator.errors import ModelErrorResponse, ModelFault
 from emulator.hosting.async_inference import notify
+from emulator.hosting.async_inference.counters import AsyncMetrics, Counters
 from emulator.hosting.async_inference.queue import AsyncRequest, RequestQueue
 from emulator.hosting.async_inference.s3_stream import BytesInput, InputSource, S3Failure, S3Output
 from emulator.hosting.async_inference.transfer import ContainerCaller
@@ -46,8 +45,6 @@ log = logging.getLogger(__name__)
 
 #: How often a worker with waiting requests looks for an instance with room when nothing wakes it.
 CAPACITY_POLL_S = 1.0
-#: How many of the latest requests' times in the backlog the counters keep.
-BACKLOG_SAMPLES = 1000
 
 
 #: How long an instance that refused a connection gets no request (its container is gone: killed,
@@ -67,44 +64,6 @@ Put = Callable[[str, bytes, str | None], Awaitable[None]]
 OpenOutput = Callable[[str, str | None], S3Output]
 #: SNS: publish(topic ARN, message text)
 Publish = Callable[[str, str], Awaitable[None]]
-
-
-@dataclass
-class Counters:
-    """What the endpoint's metrics read (the async metrics of spec §8)."""
-
-    processed: int = 0
-    failures: int = 0
-    expired: int = 0
-    download_failures: int = 0
-    upload_failures: int = 0
-    notification_failures: int = 0
-    errors_4xx: int = 0
-    errors_5xx: int = 0
-    #: seconds each of the latest BACKLOG_SAMPLES requests waited in the queue
-    time_in_backlog_s: collections.deque[float] = field(
-        default_factory=lambda: collections.deque(maxlen=BACKLOG_SAMPLES)
-    )
-    #: requests put back in the queue because smlocal retired their instance mid-run
-    requeued: int = 0
-
-
-def _no_record(endpoint: str, variant: str | None, name: str, value: float) -> None:
-    return None
-
-
-def _no_invocation(endpoint: str, variant: str, status: int, model_s: float, total_s: float) -> None:
-    return None
-
-
-@dataclass
-class AsyncMetrics:
-    """Where the workers' metrics go (app.py points them at the metric store; nowhere by default).
-    `record(endpoint, variant or None for the endpoint's own, metric name, value)`;
-    `invocation(endpoint, variant, the container's HTTP status (0: no answer), model s, total s)`."""
-
-    record: Callable[[str, str | None, str, float], None] = _no_record
-    invocation: Callable[[str, str, int, float, float], None] = _no_invocation
 
 
 class AsyncEndpoint:
