@@ -31,6 +31,7 @@ from emulator.errors import (
 from emulator.hosting.async_inference.queue import AsyncRequest
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.endpoints.restoring import serving_fleet
+from emulator.hosting.endpoints.targets import check_target_container, check_target_model
 from emulator.hosting.fleet import pipeline
 from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, with_exit_code
 from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_stream
@@ -82,7 +83,7 @@ class Invocations(ServiceBase):
         request_id: str = "",
     ) -> Invocation:
         variant = await self._variant(endpoint_name, target_variant, target_container)
-        _check_target_model(endpoint_name, variant, target_model)
+        check_target_model(endpoint_name, variant, target_model)
         try:
             if variant.variant.serverless is not None:
                 reply = await self._call_serverless(endpoint_name, variant, body, headers, request_id)
@@ -118,7 +119,7 @@ class Invocations(ServiceBase):
         variant = fleet.choose(target_variant)
         if variant is None:
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
-        _check_target(endpoint_name, variant, target_container)
+        check_target_container(endpoint_name, variant, target_container)
         return variant
 
     def _status_of(self, endpoint_name: str) -> EndpointStatus | None:
@@ -378,32 +379,3 @@ class Invocations(ServiceBase):
             raise
         finally:
             instance.outstanding -= 1
-
-
-def _check_target_model(endpoint_name: str, variant: VariantFleet, target: str | None) -> None:
-    """TargetModel: required on a multi-model endpoint, refused anywhere else, a relative path."""
-    multi_model = variant.plan is not None and variant.plan.model.multi_model
-    if not multi_model:
-        if target is not None:
-            raise ValidationFailed(messages.target_model_not_multi_model(endpoint_name))
-        return
-    if target is None:
-        raise ValidationFailed(messages.target_model_required(endpoint_name))
-    if target.startswith("/") or ".." in target.split("/"):  # [U] never outside the prefix
-        raise ValidationFailed(messages.target_model_outside_prefix(target))
-
-
-def _check_target(endpoint_name: str, variant: VariantFleet, target: str | None) -> None:
-    """TargetContainerHostname: required on a Direct endpoint and naming one of its containers;
-    refused anywhere else (spec §4)."""
-    model = variant.plan.model if variant.plan is not None else None
-    direct = model is not None and model.direct
-    if not direct:
-        if target is not None:
-            raise ValidationFailed(messages.target_container_not_direct(endpoint_name))
-        return
-    if target is None:
-        raise ValidationFailed(messages.target_container_required(endpoint_name))
-    assert model is not None
-    if target not in model.hostnames():
-        raise ValidationFailed(messages.unknown_target_container(target, endpoint_name))
