@@ -12,7 +12,7 @@ from pathlib import Path
 
 from emulator.config import MODEL_DATA_DOWNLOAD_TIMEOUT_S
 from emulator.errors import DeploymentFailed, EngineError, ImageNotFound, ModelDataError, first_error
-from emulator.hosting.endpoints import persistence, rollout
+from emulator.hosting.endpoints import image_rules, persistence, rollout
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.plan import PlannedContainer, VariantPlan
@@ -41,10 +41,13 @@ class Deployments(ServiceBase):
         model = model or self.models.get(variant.model_name)
         if model is None:
             raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
+        for warning in image_rules.registry_warnings(model, self.account, self.config):
+            self.deployer.platform_log(endpoint_name, f"{variant.variant_name}: warning: {warning}")
         if model.multi_container:
             return await self._plan_containers(endpoint_name, variant, model)
         container = model.primary_container
         image = await self._resolve(container.image)
+        await self._check_architecture(variant, container.image, image)
         if model.multi_model:  # models are fetched on demand (hosting/multi_model), not here
             config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
             if config.labels.get(MULTI_MODELS_LABEL) != "true":
@@ -67,6 +70,7 @@ class Deployments(ServiceBase):
         unlabelled = []
         for c, image in zip(model.all_containers, images, strict=True):
             config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
+            image_rules.check_architecture(variant, c.image, config)
             if config.labels.get(ACCEPT_BIND_TO_PORT_LABEL) != "true":
                 unlabelled.append(messages.missing_bind_to_port_label(c.image))
         if unlabelled:
@@ -95,6 +99,11 @@ class Deployments(ServiceBase):
             f"A multi-container instance needs a Python base image for its network container "
             f"({DEFAULT_BASE_IMAGE} or {LOCAL_BASE_IMAGE}): run `smlocal setup`."
         )
+
+    async def _check_architecture(self, variant: ProductionVariant, name: str, image: ResolvedImage) -> None:
+        """The image's architecture against the variant's instance type, before anything starts."""
+        config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
+        image_rules.check_architecture(variant, name, config)
 
     async def _resolve(self, image: str) -> ResolvedImage:
         try:
