@@ -16,7 +16,7 @@ from emulator.model import image_architecture, image_registry, messages
     "image.architecture",
     "the image is built for the instance type's CPU architecture (with --instance-type)",
     "SageMaker runs the container on the instance's CPU: x86_64 (amd64) for most types, arm64 for the "
-    "Graviton ones (ml.c7g, ml.m7g, ml.r7g, ...). An image built for the other architecture cannot start "
+    "Graviton ones (ml.c7g, ml.m6g, ml.r7gd, ...). An image built for the other architecture cannot start "
     "(`exec format error`) and the endpoint fails with CannotStartContainerError (hosting contract §3.1; "
     "docs/cloud-parity.md#image-architecture). SKIPPED without --instance-type.",
     fix="Build the image for the instance's architecture: docker buildx build --platform linux/amd64 (or "

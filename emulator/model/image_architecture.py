@@ -2,7 +2,7 @@
 (docs/cloud-parity.md#image-architecture).
 
 SageMaker starts the container on the instance's CPU: an arm64 image on an x86 type (or an amd64 image
-on a Graviton type: ml.c7g, ml.m7g, ml.r7g...) cannot exec its entrypoint ("exec format error") and the
+on a Graviton type: ml.c7g, ml.m6g, ml.r7gd...) cannot exec its entrypoint ("exec format error") and the
 endpoint fails with CannotStartContainerError. smlocal fails it the same way before starting anything,
 naming both architectures and the fix [U]. No rule applies when the type is not in the table
 (`instance_types.lookup` answers None: a serverless variant, a newer botocore's type, `local`) or when

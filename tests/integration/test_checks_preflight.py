@@ -43,8 +43,8 @@ def test_an_arm64_image_fails_on_an_x86_type(run_one: RunOne, arm64_image: str) 
 
 
 def test_the_arm64_image_passes_on_a_graviton_type(run_one: RunOne, arm64_image: str) -> None:
-    result = run_one("image.architecture", arm64_image, instance_type="ml.m7g.large")
-    assert (result.outcome, result.message) == (Outcome.PASSED, "linux/arm64, as ml.m7g.large")
+    result = run_one("image.architecture", arm64_image, instance_type="ml.m6g.large")
+    assert (result.outcome, result.message) == (Outcome.PASSED, "linux/arm64, as ml.m6g.large")
 
 
 def test_the_good_image_passes_on_x86_and_fails_on_graviton(run_one: RunOne, echo_image: str) -> None:

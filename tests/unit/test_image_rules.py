@@ -107,9 +107,9 @@ def test_architecture_rule() -> None:
     )
     graviton = mismatch("amd64", "ml.c7g.xlarge")
     assert graviton is not None and graviton.instance_architecture == "arm64"
-    assert mismatch("arm64", "ml.m7g.large") is None
+    assert mismatch("arm64", "ml.m6g.large") is None
     assert mismatch("amd64", "ml.m5.large") is None
-    assert mismatch("aarch64", "ml.r7g.large") is None
+    assert mismatch("aarch64", "ml.r7gd.large") is None
     # no rule: a type the table does not know, no type (serverless), an image config without one
     assert mismatch("arm64", "ml.future.large") is None
     assert mismatch("arm64", None) is None
