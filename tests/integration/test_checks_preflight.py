@@ -83,6 +83,28 @@ def test_containers_get_the_instance_types_memory_and_cpus(
         target.close()
 
 
+def test_a_gpu_type_asks_for_the_gpus_and_starts_on_cpu_without_the_nvidia_runtime(
+    echo_image: str, docker_engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    """ml.g5.xlarge: 16 GiB and 4 vCPUs (capped at the host's cores); the engine here has no NVIDIA
+    runtime, so the container starts without a device request (runtime/docker.py warns), as an
+    endpoint's does."""
+    if "nvidia" in (docker_engine.info().get("Runtimes") or {}):
+        pytest.skip("this engine has the NVIDIA runtime: the device request is made")
+    target = Target(CheckConfig(image=echo_image, instance_type="ml.g5.xlarge", cache_dir=tmp_path))
+    try:
+        container = target.start()
+        host = docker_engine.containers.get(container.handle.id).attrs["HostConfig"]
+        cpus = min(4.0, float(os.cpu_count() or 1))
+        assert (host["Memory"], host["NanoCpus"], host["DeviceRequests"]) == (
+            16 * 2**30,
+            int(cpus * 1e9),
+            None,
+        )
+    finally:
+        target.close()
+
+
 def test_the_preflight_says_no_and_names_the_failing_checks(
     arm64_image: str, docker_engine: docker.DockerClient, tmp_path: Path
 ) -> None:
