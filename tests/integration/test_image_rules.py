@@ -177,3 +177,32 @@ def test_an_amd64_image_fails_a_graviton_endpoint(server: Smlocal) -> None:
         assert "docker buildx build --platform linux/arm64" in described["FailureReason"]
     finally:
         server.cleanup("amd-on-arm")
+
+
+def test_an_update_to_an_arm64_image_keeps_the_old_fleet_with_the_reason(
+    server: Smlocal, arm64_image: str
+) -> None:
+    sm = server.sm
+    try:
+        assert server.deploy("arm-update")["EndpointStatus"] == "InService"
+        sm.create_model(ModelName="arm-update-2", PrimaryContainer={"Image": arm64_image})
+        variant = {
+            "VariantName": "AllTraffic",
+            "ModelName": "arm-update-2",
+            "InitialInstanceCount": 1,
+            "InstanceType": "ml.m5.large",
+        }
+        sm.create_endpoint_config(EndpointConfigName="arm-update-2", ProductionVariants=[variant])
+        sm.update_endpoint(EndpointName="arm-update", EndpointConfigName="arm-update-2")
+        assert server.server.service is not None
+        server.server.call(server.server.service.wait_idle(), timeout_s=60)
+        described = sm.describe_endpoint(EndpointName="arm-update")
+        assert (described["EndpointStatus"], described["EndpointConfigName"]) == ("InService", "arm-update")
+        assert f"image {arm64_image} is built for linux/arm64, but ml.m5.large" in described["FailureReason"]
+    finally:
+        server.cleanup("arm-update")
+        for call, key in ((sm.delete_endpoint_config, "EndpointConfigName"), (sm.delete_model, "ModelName")):
+            try:
+                call(**{key: "arm-update-2"})
+            except sm.exceptions.ClientError:
+                pass
