@@ -35,6 +35,28 @@ class ModelDataSource:
     uri: str
     compression: str = "Gzip"  # "Gzip": one .tar.gz archive | "None": uncompressed object(s)
     data_type: str = "S3Object"  # "S3Object" | "S3Prefix" (with compression "None")
+    #: ModelAccessConfig.AcceptEula as given (None: no ModelAccessConfig). A gated model's data
+    #: needs True (model_data/gate.py says which data is gated).
+    accept_eula: bool | None = None
+
+
+#: Where SageMaker mounts each AdditionalModelDataSources channel: {root}/{ChannelName}, read-only
+#: (the path AWS's CloudFormation/Terraform docs of ChannelName give; the API reference says none).
+ADDITIONAL_MODEL_DATA_ROOT = "/opt/ml/additional-model-data-sources"
+#: AdditionalModelDataSources: at most this many channels per container [M].
+MAX_ADDITIONAL_MODEL_DATA_SOURCES = 5
+
+
+@dataclass(frozen=True)
+class AdditionalModelData:
+    """One AdditionalModelDataSources channel: its data, mounted read-only at `mount_path`."""
+
+    channel_name: str
+    source: ModelDataSource
+
+    @property
+    def mount_path(self) -> str:
+        return f"{ADDITIONAL_MODEL_DATA_ROOT}/{self.channel_name}"
 
 
 @dataclass(frozen=True)
@@ -50,6 +72,15 @@ class ContainerDefinition:
     #: ImageConfig.RepositoryAccessMode: "Platform" (ECR private) or "Vpc" (any registry the model's VPC
     #: reaches: model/image_registry.py accepts every reference); None when no ImageConfig was given.
     repository_access_mode: str | None = None
+    #: AdditionalModelDataSources, in the order given (each channel mounted read-only beside
+    #: /opt/ml/model).
+    additional_model_data: tuple[AdditionalModelData, ...] = ()
+
+    @property
+    def all_model_data(self) -> tuple[ModelDataSource, ...]:
+        """Every data source the container's instance downloads: its model data, then its channels."""
+        main = () if self.model_data is None else (self.model_data,)
+        return main + tuple(a.source for a in self.additional_model_data)
 
     @property
     def multi_model(self) -> bool:

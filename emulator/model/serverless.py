@@ -66,7 +66,8 @@ def check_endpoint_config(
     if model.enable_network_isolation:
         raise ValidationFailed(messages.serverless_network_isolation(model.name))
     data = model.primary_container.model_data
-    if data is not None and (data.compression != "Gzip" or data.data_type != "S3Object"):
+    uncompressed = data is not None and (data.compression != "Gzip" or data.data_type != "S3Object")
+    if uncompressed or model.primary_container.additional_model_data:
         raise ValidationFailed(messages.serverless_model_data_source(model.name))
 
 

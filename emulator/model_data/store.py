@@ -31,6 +31,7 @@ from emulator.config import ArchiveLimits, ServerConfig
 from emulator.errors import ModelDataNotFound, ValidationFailed
 from emulator.model.resources import ModelDataSource
 from emulator.model_data.cache import ArtifactStats, ModelCache
+from emulator.model_data.gate import check_eula
 from emulator.model_data.local import LocalFetcher
 from emulator.model_data.s3 import S3Fetcher
 from emulator.model_data.sources import (
@@ -119,6 +120,7 @@ class ArtifactStore:
                 raise ValidationFailed(problem)
             return
         client = self._s3.client()
+        check_eula(client, source, where.bucket)
         try:
             if source.data_type == "S3Prefix":
                 listed = client.list_objects_v2(Bucket=where.bucket, Prefix=where.key, MaxKeys=1)

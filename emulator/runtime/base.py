@@ -39,6 +39,9 @@ class ContainerSpec:
     #: A multi-model container's folder of loaded models, mounted read-only at /opt/ml/models
     #: (each model in /opt/ml/models/{model_name}/model, added while the container runs).
     models_dir: Path | None = None
+    #: More host folders mounted read-only: (host folder, path in the container), e.g. each
+    #: AdditionalModelDataSources channel at /opt/ml/additional-model-data-sources/{ChannelName}.
+    read_only_mounts: tuple[tuple[Path, str], ...] = ()
     container_port: int = 8080
     #: Publish container_port on this host address only; the host port is chosen by the engine.
     host_ip: str = "127.0.0.1"

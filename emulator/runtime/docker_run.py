@@ -66,8 +66,8 @@ def create_options(
 
 
 def model_mounts(spec: ContainerSpec) -> list[Mount]:
-    """The model data (read-only unless the contract tester's write probe asks) and a multi-model
-    container's folder of models (read-only)."""
+    """The model data (read-only unless the contract tester's write probe asks), a multi-model
+    container's folder of models and the spec's other read-only folders (model data channels)."""
     mounts = [
         Mount(target=target, source=str(source), type="bind", read_only=read_only)
         for source, target, read_only in (
@@ -78,6 +78,10 @@ def model_mounts(spec: ContainerSpec) -> list[Mount]:
     ]
     if spec.model_dir is not None and spec.model_dir_overlay is not None:
         mounts[0] = overlay_mount(spec.model_dir, spec.model_dir_overlay, MODEL_DIR_IN_CONTAINER)
+    mounts += [
+        Mount(target=target, source=str(source), type="bind", read_only=True)
+        for source, target in spec.read_only_mounts
+    ]
     return mounts
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from emulator.model.resources import (
     EndpointConfig,
     EndpointStatus,
     Model,
+    ModelDataSource,
     ProductionVariant,
 )
 from emulator.runtime.base import ContainerHandle, ResolvedImage
@@ -58,8 +60,10 @@ class Deployments(ServiceBase):
             limit = self.config.serverless_image_limit_bytes
             if size > limit:
                 raise DeploymentFailed(messages.serverless_image_too_large(container.image, size, limit))
-        model_dir = await self._model_dir(endpoint_name, variant, container)
-        return VariantPlan(endpoint_name, variant, model, image, model_dir)
+        deadline = self._download_deadline(variant)
+        model_dir = await self._model_dir(endpoint_name, variant, container, deadline)
+        channels = await self._channel_dirs(endpoint_name, variant, container, deadline)
+        return VariantPlan(endpoint_name, variant, model, image, model_dir, channel_dirs=channels)
 
     async def _plan_containers(
         self, endpoint_name: str, variant: ProductionVariant, model: Model
@@ -76,12 +80,14 @@ class Deployments(ServiceBase):
         if unlabelled:
             raise DeploymentFailed(" ".join(dict.fromkeys(unlabelled)))
         planned = []
+        deadline = self._download_deadline(variant)
         for i, (c, hostname, image) in enumerate(
             zip(model.all_containers, model.hostnames(), images, strict=True)
         ):
-            model_dir = await self._model_dir(endpoint_name, variant, c)
+            model_dir = await self._model_dir(endpoint_name, variant, c, deadline)
+            channels = await self._channel_dirs(endpoint_name, variant, c, deadline)
             ports = platform_env.multi_container_ports(i)
-            planned.append(PlannedContainer(hostname, c, image, model_dir, ports))
+            planned.append(PlannedContainer(hostname, c, image, model_dir, ports, channels))
         network_image = await self._network_image()
         first = planned[0]
         return VariantPlan(
@@ -111,20 +117,47 @@ class Deployments(ServiceBase):
         except ImageNotFound as exc:
             raise DeploymentFailed(messages.image_not_found(image)) from exc
 
+    def _download_deadline(self, variant: ProductionVariant) -> float:
+        """When the variant's ModelDataDownloadTimeoutInSeconds runs out: one budget for all its
+        model data, every container's ModelDataSource and AdditionalModelDataSources together [U]."""
+        timeout_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
+        return time.monotonic() + timeout_s * self.config.model_data_timeout_scale
+
     async def _model_dir(
-        self, endpoint_name: str, variant: ProductionVariant, container: ContainerDefinition
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        container: ContainerDefinition,
+        deadline: float,
     ) -> Path:
         # Without model data the container still gets a read-only /opt/ml/model (empty), as the
         # contract tester runs it, so a server that writes there fails here too.
         if container.model_data is None:
             return self._empty_model_dir()
+        return await self._materialize(endpoint_name, variant, container.model_data, deadline)
+
+    async def _channel_dirs(
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        container: ContainerDefinition,
+        deadline: float,
+    ) -> tuple[tuple[Path, str], ...]:
+        """Each AdditionalModelDataSources channel, materialized through the same cache as the
+        model data, and where it is mounted (read-only)."""
+        channels = []
+        for a in container.additional_model_data:
+            host_dir = await self._materialize(endpoint_name, variant, a.source, deadline)
+            channels.append((host_dir, a.mount_path))
+        return tuple(channels)
+
+    async def _materialize(
+        self, endpoint_name: str, variant: ProductionVariant, source: ModelDataSource, deadline: float
+    ) -> Path:
+        shown_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
         try:
-            timeout_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
             return await self.executors.model_data(
-                self.artifacts.materialize,
-                container.model_data,
-                timeout_s * self.config.model_data_timeout_scale,
-                timeout_s,
+                self.artifacts.materialize, source, max(0.0, deadline - time.monotonic()), shown_s
             )
         except ModelDataError as exc:
             detail = getattr(exc, "detail", None)

@@ -15,6 +15,7 @@ from typing import Any
 from emulator.hosting.state_files import write_atomically
 from emulator.model import deployment as dp
 from emulator.model.resources import (
+    AdditionalModelData,
     AsyncInference,
     ContainerDefinition,
     Endpoint,
@@ -60,23 +61,29 @@ def _tags(tags: Any) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), str(v)) for k, v in tags)
 
 
+def _source_to_json(d: ModelDataSource) -> dict[str, Any]:
+    out: dict[str, Any] = {"uri": d.uri, "compression": d.compression, "data_type": d.data_type}
+    if d.accept_eula is not None:  # only then: older files stay as they were
+        out["accept_eula"] = d.accept_eula
+    return out
+
+
 def _container_to_json(c: ContainerDefinition) -> dict[str, Any]:
-    data = None
-    if c.model_data is not None:
-        data = {
-            "uri": c.model_data.uri,
-            "compression": c.model_data.compression,
-            "data_type": c.model_data.data_type,
-        }
-    return {
+    out: dict[str, Any] = {
         "image": c.image,
         "environment": dict(c.environment),
-        "model_data": data,
+        "model_data": None if c.model_data is None else _source_to_json(c.model_data),
         "hostname": c.hostname,
         "mode": c.mode,
         "model_cache_setting": c.model_cache_setting,
         "repository_access_mode": c.repository_access_mode,
     }
+    if c.additional_model_data:
+        out["additional_model_data"] = [
+            {"channel_name": a.channel_name, "source": _source_to_json(a.source)}
+            for a in c.additional_model_data
+        ]
+    return out
 
 
 def _container_from_json(c: dict[str, Any]) -> ContainerDefinition:
@@ -89,6 +96,10 @@ def _container_from_json(c: dict[str, Any]) -> ContainerDefinition:
         mode=c["mode"],
         model_cache_setting=c.get("model_cache_setting", "Enabled"),
         repository_access_mode=c.get("repository_access_mode"),
+        additional_model_data=tuple(
+            AdditionalModelData(a["channel_name"], ModelDataSource(**a["source"]))
+            for a in c.get("additional_model_data") or ()
+        ),
     )
 
 

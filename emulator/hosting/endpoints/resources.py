@@ -70,8 +70,9 @@ class Resources(Deployments):
                 await self.executors.engine(self.runtime.resolve_image, c.image)
             except ImageNotFound as exc:
                 raise ValidationFailed(messages.image_not_found(c.image)) from exc
-            if c.model_data is not None and not c.multi_model:  # [U] a prefix is not checked
-                await self.executors.engine(self.artifacts.check_exists, c.model_data)
+            if not c.multi_model:  # its model data, then each AdditionalModelDataSources channel
+                for data in c.all_model_data:
+                    await self.executors.engine(self.artifacts.check_exists, data)
         if name in self.models:  # created meanwhile
             raise ResourceAlreadyExists(messages.already_exists("model", arn))
         model = Model(

@@ -94,6 +94,7 @@ class Deployer:
             environment=plan.environment(),
             model_dir=plan.model_dir,
             models_dir=self.models_dir(plan, instance_id, create=True),
+            read_only_mounts=plan.channel_dirs,
             container_port=port,
             hostname=platform_env.HOSTNAME,
             gpus=self._wants_gpu(plan.variant),

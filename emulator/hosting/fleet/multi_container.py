@@ -68,6 +68,7 @@ def container_specs(
             },
             environment=c.environment(),
             model_dir=c.model_dir,
+            read_only_mounts=c.channel_dirs,
             container_port=c.port,
             gpus=gpus,
             join_network_of=network_id,

@@ -30,6 +30,8 @@ class PlannedContainer:
     image: ResolvedImage
     model_dir: Path | None
     ports: platform_env.ContainerPorts
+    #: its AdditionalModelDataSources channels: (host folder, mount path), mounted read-only
+    channel_dirs: tuple[tuple[Path, str], ...] = ()
 
     @property
     def port(self) -> int:
@@ -55,11 +57,13 @@ class VariantPlan:
     containers: tuple[PlannedContainer, ...] = ()
     #: the image the instance's network container runs (multi-container models only)
     network_image: str | None = None
+    #: the (single) container's AdditionalModelDataSources channels: (host folder, mount path)
+    channel_dirs: tuple[tuple[Path, str], ...] = ()
 
     def spec_digest(self, container_port: int) -> str:
         if self.containers:
             return self._instance_digest()
-        material = {
+        material: dict[str, object] = {
             "image": self.image.image_id,
             "env": dict(sorted(self.environment().items())),
             "hostname": platform_env.HOSTNAME,
@@ -71,6 +75,8 @@ class VariantPlan:
             material["network_isolation"] = True
         if self.model.multi_model:
             material["multi_model"] = True
+        if self.channel_dirs:  # only then: digests of containers without channels stay as they were
+            material["channels"] = _channels(self.channel_dirs)
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
 
     def environment(self) -> dict[str, str]:
@@ -92,6 +98,7 @@ class VariantPlan:
                     "env": dict(sorted(c.environment().items())),
                     "model_dir": str(c.model_dir) if c.model_dir else None,
                     "port": c.port,
+                    **({"channels": _channels(c.channel_dirs)} if c.channel_dirs else {}),
                 }
                 for c in self.containers
             ],
@@ -100,3 +107,7 @@ class VariantPlan:
             "instance_type": self.variant.instance_type,
         }
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _channels(channel_dirs: tuple[tuple[Path, str], ...]) -> list[list[str]]:
+    return [[str(source), target] for source, target in channel_dirs]

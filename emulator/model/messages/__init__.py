@@ -9,6 +9,7 @@ from __future__ import annotations
 from emulator.model.messages import (
     async_inference,
     images,
+    model_data,
     multi_container,
     resources,
     scaling,
@@ -17,6 +18,7 @@ from emulator.model.messages import (
 )
 from emulator.model.messages.async_inference import *  # noqa: F403
 from emulator.model.messages.images import *  # noqa: F403
+from emulator.model.messages.model_data import *  # noqa: F403
 from emulator.model.messages.multi_container import *  # noqa: F403
 from emulator.model.messages.resources import *  # noqa: F403
 from emulator.model.messages.scaling import *  # noqa: F403
@@ -31,4 +33,5 @@ __all__ = [
     *async_inference.__all__,
     *serverless.__all__,
     *images.__all__,
+    *model_data.__all__,
 ]

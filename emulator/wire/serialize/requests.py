@@ -9,6 +9,7 @@ from emulator.errors import ValidationFailed
 from emulator.model import messages, serverless
 from emulator.model.containers import check_containers
 from emulator.model.resources import (
+    AdditionalModelData,
     AsyncInference,
     ContainerDefinition,
     ModelDataSource,
@@ -22,6 +23,34 @@ from emulator.wire.serialize_deployment import deployment_config_input
 from emulator.wire.unsupported import REFUSED_MEMBERS
 
 
+def s3_model_data_source(s3: Mapping[str, Any]) -> ModelDataSource:
+    """An S3ModelDataSource (botocore has checked its members' shapes)."""
+    access = s3.get("ModelAccessConfig")
+    data = ModelDataSource(
+        uri=s3["S3Uri"],
+        compression=s3["CompressionType"],
+        data_type=s3["S3DataType"],
+        accept_eula=None if access is None else bool(access.get("AcceptEula")),
+    )
+    if data.data_type == "S3Prefix" and data.compression == "Gzip":
+        raise ValidationFailed(messages.prefix_needs_uncompressed())
+    if data.data_type == "S3Prefix" and not data.uri.endswith("/"):
+        raise ValidationFailed(messages.prefix_without_slash(data.uri))
+    return data
+
+
+def additional_model_data(raw: Any) -> tuple[AdditionalModelData, ...]:
+    channels = tuple(
+        AdditionalModelData(c["ChannelName"], s3_model_data_source(c["S3DataSource"])) for c in raw or ()
+    )
+    seen: set[str] = set()
+    for c in channels:
+        if c.channel_name in seen:
+            raise ValidationFailed(messages.duplicate_channel(c.channel_name))
+        seen.add(c.channel_name)
+    return channels
+
+
 def container_definition(c: Mapping[str, Any]) -> ContainerDefinition:
     if "Image" not in c:
         raise ValidationFailed("A container definition needs an Image.")  # [U]: SageMaker's text is unknown
@@ -29,24 +58,25 @@ def container_definition(c: Mapping[str, Any]) -> ContainerDefinition:
     if c.get("ModelDataUrl"):
         data = ModelDataSource(uri=c["ModelDataUrl"])
         if c.get("ModelDataSource"):
-            raise ValidationFailed("Specify either ModelDataUrl or ModelDataSource, not both.")
+            raise ValidationFailed(messages.both_model_data_forms())
     elif c.get("ModelDataSource"):
         s3 = c["ModelDataSource"].get("S3DataSource")
         if not s3:
             raise unsupported("ModelDataSource without S3DataSource")
-        data = ModelDataSource(uri=s3["S3Uri"], compression=s3["CompressionType"], data_type=s3["S3DataType"])
-        if data.data_type == "S3Prefix" and data.compression == "Gzip":
-            raise ValidationFailed("S3DataType S3Prefix requires CompressionType None.")
-        if data.data_type == "S3Prefix" and not data.uri.endswith("/"):
-            raise ValidationFailed(f"S3Uri {data.uri} of an S3Prefix data source must end with '/'.")
+        data = s3_model_data_source(s3)
+    channels = additional_model_data(c.get("AdditionalModelDataSources"))
+    mode = c.get("Mode", "SingleModel")
+    if channels and mode == "MultiModel":
+        raise ValidationFailed(messages.channels_with_multi_model())
     return ContainerDefinition(
         image=c["Image"],
         environment=dict(c.get("Environment") or {}),
         model_data=data,
         hostname=c.get("ContainerHostname"),
-        mode=c.get("Mode", "SingleModel"),
+        mode=mode,
         model_cache_setting=(c.get("MultiModelConfig") or {}).get("ModelCacheSetting", "Enabled"),
         repository_access_mode=(c.get("ImageConfig") or {}).get("RepositoryAccessMode"),
+        additional_model_data=channels,
     )
 
 

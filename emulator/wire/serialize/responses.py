@@ -8,6 +8,7 @@ from emulator.model.resources import (
     Endpoint,
     EndpointConfig,
     Model,
+    ModelDataSource,
     ProductionVariant,
     ServerlessConfig,
     VariantSummary,
@@ -55,16 +56,26 @@ def _container(c: ContainerDefinition) -> JSON:
     if c.repository_access_mode is not None:
         out["ImageConfig"] = {"RepositoryAccessMode": c.repository_access_mode}
     if c.model_data is not None:
-        if c.model_data.compression == "Gzip" and c.model_data.data_type == "S3Object":
+        if (
+            c.model_data.compression == "Gzip"
+            and c.model_data.data_type == "S3Object"
+            and c.model_data.accept_eula is None
+        ):
             out["ModelDataUrl"] = c.model_data.uri
         else:
-            out["ModelDataSource"] = {
-                "S3DataSource": {
-                    "S3Uri": c.model_data.uri,
-                    "S3DataType": c.model_data.data_type,
-                    "CompressionType": c.model_data.compression,
-                }
-            }
+            out["ModelDataSource"] = {"S3DataSource": _s3_data_source(c.model_data)}
+    if c.additional_model_data:
+        out["AdditionalModelDataSources"] = [
+            {"ChannelName": a.channel_name, "S3DataSource": _s3_data_source(a.source)}
+            for a in c.additional_model_data
+        ]
+    return out
+
+
+def _s3_data_source(d: ModelDataSource) -> JSON:
+    out: JSON = {"S3Uri": d.uri, "S3DataType": d.data_type, "CompressionType": d.compression}
+    if d.accept_eula is not None:
+        out["ModelAccessConfig"] = {"AcceptEula": d.accept_eula}
     return out
 
 
