@@ -165,3 +165,49 @@ def test_a_stalled_download_fails_at_the_deadline_not_at_the_read_timeout(
         env.cleanup("Stalled")
         s3.delete_object(Bucket=bucket, Key="stall/model.tar.gz")
         s3.delete_bucket(Bucket=bucket)
+
+
+@pytest.mark.parametrize("where", ["S3Prefix", "channel"])
+def test_the_download_timeout_covers_uncompressed_data_and_every_channel(
+    hostile: tuple[Smlocal, str], where: str
+) -> None:
+    """ModelDataDownloadTimeoutInSeconds bounds uncompressed model data (a slow object under an
+    S3Prefix) and an AdditionalModelDataSources channel just as it bounds a model.tar.gz."""
+    env, proxy = hostile
+    s3 = make_s3_client(proxy)
+    bucket = f"smlocal-test-slow-{where.lower()}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="fast/model.bin", Body=b"fast")
+    s3.put_object(Bucket=bucket, Key="slow/weights.bin", Body=os.urandom(768 * 1024))  # ~2.4 s
+    slow: dict[str, Any] = {
+        "S3DataSource": {"S3Uri": f"s3://{bucket}/slow/", "S3DataType": "S3Prefix", "CompressionType": "None"}
+    }
+    if where == "S3Prefix":
+        container: dict[str, Any] = {"ModelDataSource": slow}
+    else:
+        fast = {"S3Uri": f"s3://{bucket}/fast/", "S3DataType": "S3Prefix", "CompressionType": "None"}
+        container = {
+            "ModelDataSource": {"S3DataSource": fast},
+            "AdditionalModelDataSources": [{"ChannelName": "slow", **slow}],
+        }
+    names = {60: f"Short{where}", 3600: f"Long{where}"}
+    try:
+        for timeout_s, name in names.items():
+            env.sm.create_model(ModelName=name, PrimaryContainer={"Image": env.image, **container})
+            env.sm.create_endpoint_config(
+                EndpointConfigName=name,
+                ProductionVariants=_variant(name, ModelDataDownloadTimeoutInSeconds=timeout_s),
+            )
+            env.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+            described = env.wait(name)
+            if timeout_s == 60:
+                assert described["EndpointStatus"] == "Failed"
+                assert described["FailureReason"] == timeout_message(f"s3://{bucket}/slow/", 60)
+            else:
+                assert described["EndpointStatus"] == "InService", described.get("FailureReason")
+    finally:
+        for name in names.values():
+            env.cleanup(name)
+        for key in ("fast/model.bin", "slow/weights.bin"):
+            s3.delete_object(Bucket=bucket, Key=key)
+        s3.delete_bucket(Bucket=bucket)
