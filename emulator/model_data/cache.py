@@ -5,7 +5,9 @@ Layout under `root`::
     models/<sha256>/   finished model directories, immutable, published by an atomic rename.
                        Gzip: sha256 of the archive bytes. Uncompressed: sha256 of a manifest of
                        (name, ETag, size) of the objects, so a listing identifies its directory.
-    tmp/               downloads and extractions in progress; removed when they fail.
+    tmp/               extractions and layouts in progress; removed when they fail.
+    partial/           S3 objects downloaded (or part-way), kept until their directory is published,
+                       so that a failed attempt resumes (partial.py).
     index.json         source fingerprint -> archive digest (index.py: a journal of changes).
 
 A model directory is built in a fresh temp dir (an archive extracted, or files laid out by a fetcher)
@@ -53,6 +55,8 @@ class ArtifactStats:
     hashes: int = 0  # local files hashed
     extractions: int = 0  # model directories built (archive extracted or objects laid out)
     reuses: int = 0  # materialize answered by a model directory that already existed
+    resumed_bytes: int = 0  # bytes of S3 objects an interrupted attempt left on disk, not fetched again
+    kept_objects: int = 0  # S3 objects an interrupted attempt completed, not fetched again
 
 
 class ModelCache:
@@ -67,6 +71,7 @@ class ModelCache:
         check_deadline: Callable[[], None],
         budget_bytes: float | None = None,
     ) -> None:
+        self.root = root
         self.models_dir = root / "models"
         self.tmp_dir = root / "tmp"
         self.index_file = root / "index.json"

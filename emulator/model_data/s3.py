@@ -12,9 +12,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from emulator.model.resources import ModelDataSource
 from emulator.model_data.cache import ModelCache
 from emulator.model_data.extract import FILE_MODE
+from emulator.model_data.partial import PartialDownloads
 from emulator.model_data.sources import (
     Cancellation,
     Deadline,
@@ -40,6 +41,8 @@ from emulator.model_data.sources import (
 #: S3 bodies are read in pieces this size, so the download deadline is checked often even when the
 #: source trickles (a read returns only once it has the whole piece).
 S3_READ_BYTES = 64 * 1024
+
+log = logging.getLogger(__name__)
 
 
 def _shut_down_stream(body: Any) -> None:
@@ -67,6 +70,7 @@ class S3Fetcher:
     ) -> None:
         self.cache = cache
         self.limits = cache.limits
+        self.partial = PartialDownloads(cache.root)
         self._client: Any = None
         self._guard = threading.Lock()  # protects _client
         self._factory = client_factory
@@ -93,20 +97,23 @@ class S3Fetcher:
     def archive(self, source: ModelDataSource, where: S3Location) -> Path:
         client = self.client()
         head = self._s3_call(source, lambda: client.head_object(Bucket=where.bucket, Key=where.key))
-        fingerprint = self._s3_fingerprint(where, head["ETag"], head["ContentLength"])
+        etag, size = str(head["ETag"]), int(head["ContentLength"])
+        fingerprint = self._s3_fingerprint(where, etag, size)
         with self.cache.locked(fingerprint):
             known = self.cache.lookup(fingerprint)
             if known is not None:
                 return known
-            fd, name = tempfile.mkstemp(prefix="download-", suffix=".tar.gz", dir=self.cache.tmp_dir)
-            os.close(fd)
-            archive = Path(name)
-            try:
-                digest, etag, size = self._fetch(source, where.bucket, where.key, archive, None)
-                model = self.cache.extract(source, archive, digest)
-            finally:
-                archive.unlink(missing_ok=True)
-            self.cache.remember(self._s3_fingerprint(where, etag, size), digest)
+            object_id = self.partial.object_id(where.bucket, where.key, etag, size)
+            with self.cache.locked("partial:" + object_id):
+                archive, digest = self._obtain(source, where.bucket, where.key, etag, size, want_sha=True)
+                try:
+                    model = self.cache.extract(source, archive, digest)
+                except ModelDataFailure:
+                    if not self._deadline().passed():
+                        self.partial.forget(object_id)  # the archive is at fault: nothing to resume
+                    raise
+                self.partial.forget(object_id)
+            self.cache.remember(fingerprint, digest)
             return model
 
     def object(self, source: ModelDataSource, where: S3Location) -> Path:
@@ -116,15 +123,10 @@ class S3Fetcher:
         problem = name_problem(name)
         if problem:
             raise invalid_object(source.uri, source.uri, problem)
-        etag, size = head["ETag"], int(head["ContentLength"])
+        etag, size = str(head["ETag"]), int(head["ContentLength"])
         self.cache.check_size(source, size)
         digest = digest_of("s3object-v1", name, etag, size)
-
-        def lay_out(tmp: Path) -> str:
-            self._fetch(source, where.bucket, where.key, tmp / name, etag)
-            return digest
-
-        return self.cache.build(source, lay_out, digest)[1]
+        return self._lay_out(source, digest, [(name, where.key, etag, size)], where.bucket)
 
     def prefix(self, source: ModelDataSource, where: S3Location) -> Path:
         client = self.client()
@@ -169,16 +171,60 @@ class S3Fetcher:
         self.cache.check_size(source, sum(size for *_, size in objects))
         digest = digest_of("s3prefix-v1", sorted((rel, etag, size) for rel, _k, etag, size in objects))
 
-        def lay_out(tmp: Path) -> str:
-            for rel, key, etag, _size in objects:
-                target = tmp.joinpath(*rel.split("/"))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                self._fetch(source, where.bucket, key, target, etag)
-            return digest
-
-        return self.cache.build(source, lay_out, digest)[1]
+        return self._lay_out(source, digest, objects, where.bucket)
 
     # -- building blocks ----------------------------------------------------------------------------
+
+    def _lay_out(
+        self, source: ModelDataSource, digest: str, objects: list[tuple[str, str, str, int]], bucket: str
+    ) -> Path:
+        """A model directory of `objects` (relative name, key, ETag, size), each obtained through
+        partial/ (what an interrupted attempt completed is not fetched again) and linked in place."""
+
+        def lay_out(tmp: Path) -> str:
+            for rel, key, etag, size in objects:
+                target = tmp.joinpath(*rel.split("/"))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                object_id = self.partial.object_id(bucket, key, etag, size)
+                with self.cache.locked("partial:" + object_id):
+                    path, _sha = self._obtain(source, bucket, key, etag, size)
+                    self.partial.place(path, target)
+            return digest
+
+        model = self.cache.build(source, lay_out, digest)[1]
+        for _rel, key, etag, size in objects:  # published: the directory holds the bytes now
+            object_id = self.partial.object_id(bucket, key, etag, size)
+            with self.cache.locked("partial:" + object_id):
+                self.partial.forget(object_id)
+        return model
+
+    def _obtain(
+        self, source: ModelDataSource, bucket: str, key: str, etag: str, size: int, want_sha: bool = False
+    ) -> tuple[Path, str]:
+        """The whole object in partial/: already there, resumed with a Range GET from the bytes an
+        earlier attempt left, or fetched. Returns its path and, with `want_sha`, its sha256 (the
+        bytes already on disk are read back for it). The caller holds the object's partial lock."""
+        object_id = self.partial.object_id(bucket, key, etag, size)
+        have = self.partial.have(object_id, size)
+        complete = self.partial.complete(object_id)
+        sha = hashlib.sha256()
+        if want_sha and have:
+            self._hash_file(complete if complete.is_file() else self.partial.part(object_id), sha)
+        if complete.is_file():
+            self.cache.count(kept_objects=1)
+            return complete, sha.hexdigest()
+        if have:
+            self.cache.count(resumed_bytes=have)
+            log.info("s3://%s/%s: resuming at byte %d of %d", bucket, key, have, size)
+        if have < size or not have:
+            self._fetch(source, bucket, key, self.partial.part(object_id), etag, have, sha)
+        return self.partial.finish(object_id), sha.hexdigest()
+
+    def _hash_file(self, path: Path, sha: Any) -> None:
+        with open(path, "rb") as f:
+            while chunk := f.read(1024 * 1024):
+                self._check_deadline()
+                sha.update(chunk)
 
     def _s3_call(self, source: ModelDataSource, call: Callable[[], Any]) -> Any:
         try:
@@ -191,13 +237,15 @@ class S3Fetcher:
         return json.dumps(["s3", where.bucket, where.key, etag, int(size)])
 
     def _fetch(
-        self, source: ModelDataSource, bucket: str, key: str, dest: Path, if_match: str | None
-    ) -> tuple[str, str, int]:
-        """Stream one object into `dest` (created), hashing as it goes: (sha256, ETag, size)."""
+        self, source: ModelDataSource, bucket: str, key: str, dest: Path, if_match: str, offset: int, sha: Any
+    ) -> None:
+        """Stream one object into `dest` from byte `offset` on (appended to what is there; a Range
+        GET), feeding `sha` as it goes."""
         key_uri = f"s3://{bucket}/{key}"
-        sha = hashlib.sha256()
         written = 0
         extra = {"IfMatch": if_match} if if_match else {}
+        if offset:
+            extra["Range"] = f"bytes={offset}-"
         watchdog: threading.Timer | None = None
         forget: Callable[[], None] = _nothing
         try:
@@ -207,7 +255,7 @@ class S3Fetcher:
             cancel = self._deadline().cancel
             if isinstance(cancel, Cancellation):  # a stop cuts a stalled read at once, too
                 forget = cancel.on_set(functools.partial(_shut_down_stream, body))
-            with open(dest, "wb") as out:
+            with open(dest, "ab" if offset else "wb") as out:
                 for chunk in body.iter_chunks(S3_READ_BYTES):
                     self._check_deadline()
                     sha.update(chunk)
@@ -234,7 +282,6 @@ class S3Fetcher:
             )
         os.chmod(dest, FILE_MODE)
         self.cache.count(downloads=1)
-        return sha.hexdigest(), str(response.get("ETag", if_match or "")), written
 
     def _watchdog(self, body: Any) -> threading.Timer | None:
         """At the deadline, shut down the socket under an S3 body, so a read that waits on a stalled

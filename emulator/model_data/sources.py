@@ -198,6 +198,11 @@ class Deadline:
         self.started = time.monotonic()
         self.at = None if timeout_s is None else self.started + timeout_s
 
+    def passed(self) -> bool:
+        """Cancelled, or past the deadline: work stopped for it may be resumed by a later attempt."""
+        cancelled = self.cancel is not None and self.cancel.is_set()
+        return cancelled or (self.at is not None and time.monotonic() > self.at)
+
     def check(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
             raise ModelDataFailure(cancelled_message(self.uri), "cancelled: the instance was stopped")

@@ -49,6 +49,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def _assert_no_leftovers(store: ArtifactStore) -> None:
     assert list(store.models_dir.iterdir()) == []
     assert list(store.tmp_dir.iterdir()) == []
+    assert list((store.root / "partial").iterdir()) == []
 
 
 # -- Gzip archives from S3 ------------------------------------------------------------------------

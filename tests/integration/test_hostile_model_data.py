@@ -129,7 +129,7 @@ def test_model_data_download_timeout_is_enforced(hostile: tuple[Smlocal, str], s
         assert described["EndpointStatus"] == "Failed"
         assert described["FailureReason"] == timeout_message(uri, 60)
         assert "(ModelDataDownloadTimeoutInSeconds 60)" in _platform_log(env, "SlowShort")
-        assert _cache(env) == before  # the partial download is gone, nothing was published
+        assert _cache(env) == before  # nothing published, tmp/ clean (what came waits in partial/)
         # The same data with the API's maximum (36 s here) downloads and serves.
         described = env.deploy(
             "SlowLong", model_data=uri, variants=_variant("SlowLong", ModelDataDownloadTimeoutInSeconds=3600)
