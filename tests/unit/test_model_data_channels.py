@@ -215,3 +215,38 @@ def test_a_serverless_variant_refuses_a_model_with_channels() -> None:
     with pytest.raises(ValidationFailed) as info:
         check_endpoint_config([variant], lambda _name: model, None)
     assert info.value.message == messages.serverless_model_data_source("m")
+
+
+def test_each_container_of_a_multi_container_instance_mounts_its_own_channels(tmp_path: Path) -> None:
+    from emulator.hosting.fleet.multi_container import container_specs
+    from emulator.hosting.fleet.plan import PlannedContainer
+    from emulator.model import platform_env
+
+    image = ResolvedImage("img", "img@sha256:1", "sha256:1")
+    a = (tmp_path / "a-draft", "/opt/ml/additional-model-data-sources/draft")
+    planned = tuple(
+        PlannedContainer(
+            host,
+            ContainerDefinition("img"),
+            image,
+            tmp_path / host,
+            platform_env.multi_container_ports(i),
+            ch,
+        )
+        for i, (host, ch) in enumerate([("a", (a,)), ("b", ())])
+    )
+    models = (ContainerDefinition("img", hostname="a"), ContainerDefinition("img", hostname="b"))
+    model = Model("m", "arn:aws:sagemaker:us-east-1:1:model/m", models[0], T0, containers=models)
+    plan = VariantPlan("e", ProductionVariant("v", "m"), model, image, tmp_path / "a", planned, "net")
+    specs = container_specs(plan, "base", {}, "net-id", gpus=False)
+    assert [s.read_only_mounts for s in specs] == [(a,), ()]
+    without = VariantPlan(
+        "e",
+        ProductionVariant("v", "m"),
+        model,
+        image,
+        tmp_path / "a",
+        tuple(PlannedContainer(c.hostname, c.definition, image, c.model_dir, c.ports) for c in planned),
+        "net",
+    )
+    assert plan.spec_digest(8080) != without.spec_digest(8080)
