@@ -287,4 +287,8 @@ def test_six_channels_are_refused_by_the_server(smlocal: Smlocal, s3_bucket: str
         )
     code, status, message = error_of(caught)
     assert (code, status) == ("ValidationException", 400)
-    assert "additionalModelDataSources" in message and "5" in message, message
+    assert message.startswith("1 validation error detected: Value '[{"), message
+    assert message.endswith(
+        "at 'primaryContainer.additionalModelDataSources' failed to satisfy constraint: "
+        "Member must have length less than or equal to 5"
+    ), message
