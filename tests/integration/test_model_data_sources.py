@@ -2,7 +2,8 @@
 moto's S3: each naming rule of uncompressed model data (CompressionType None) as a failed
 deployment with its FailureReason, S3Prefix without '/' refused by CreateModel, a gated model
 without ModelAccessConfig.AcceptEula refused, and AdditionalModelDataSources channels read by the
-container at /opt/ml/additional-model-data-sources/{ChannelName}, read-only."""
+container at /opt/ml/additional-model-data-sources/{ChannelName}, read-only, and adopted after a
+restart."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import docker
 import pytest
 from botocore.config import Config
 
 from emulator.model_data.gate import GATED_TAG
-from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, model_tar
+from emulator.runtime import labels
+from tests.fixtures.smlocal_server import CREDENTIALS, Smlocal, error_of, model_tar, start_smlocal
 
 pytestmark = pytest.mark.docker
 
@@ -292,3 +295,46 @@ def test_six_channels_are_refused_by_the_server(smlocal: Smlocal, s3_bucket: str
         "at 'primaryContainer.additionalModelDataSources' failed to satisfy constraint: "
         "Member must have length less than or equal to 5"
     ), message
+
+
+def test_a_restart_adopts_the_container_of_a_model_with_channels(
+    tmp_path: Path, echo_image: str, s3_server: str, aws_credentials: None, s3_client: Any, s3_bucket: str
+) -> None:
+    """state.json keeps the channels and AcceptEula; the relaunched plan materializes the same
+    directories, so the spec digest matches and the running container is adopted, not replaced."""
+    s3_client.put_object(Bucket=s3_bucket, Key="main/w.bin", Body=b"main")
+    s3_client.put_object(Bucket=s3_bucket, Key="draft/d.bin", Body=b"draft")
+    container = {
+        "ModelDataSource": {
+            "S3DataSource": s3_source(f"s3://{s3_bucket}/main/", ModelAccessConfig={"AcceptEula": True})
+        },
+        "AdditionalModelDataSources": [
+            {"ChannelName": "draft", "S3DataSource": s3_source(f"s3://{s3_bucket}/draft/")}
+        ],
+    }
+    client = docker.from_env()
+
+    def ids() -> list[str]:
+        return [
+            c["Id"] for c in client.api.containers(all=True, filters={"label": f"{labels.ENDPOINT}=Kept"})
+        ]
+
+    crashed = start_smlocal(tmp_path, echo_image, stop_containers=False, s3_endpoint_url=s3_server)
+    try:
+        assert create(crashed, "Kept", container)["EndpointStatus"] == "InService"
+    finally:
+        crashed.server.stop()
+    before = ids()
+    assert len(before) == 1
+    restarted = start_smlocal(tmp_path, echo_image, s3_endpoint_url=s3_server)
+    try:
+        assert restarted.wait("Kept")["EndpointStatus"] == "InService"
+        assert ids() == before  # adopted
+        described = restarted.sm.describe_model(ModelName="Kept")["PrimaryContainer"]
+        assert {k: described[k] for k in container} == container
+        assert _listing(restarted, "Kept", f"{CHANNELS_ROOT}/draft")["files"] == {"d.bin": _sha(b"draft")}
+        restarted.cleanup("Kept")
+    finally:
+        restarted.server.stop()
+    assert ids() == []
+    client.close()
