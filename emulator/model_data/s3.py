@@ -1,5 +1,7 @@
 """Model data fetched from S3: a gzip archive (S3Object, Gzip), one object (S3Object, None) or every
-object under a prefix (S3Prefix, None), each streamed, hashed and checked against its size as it comes.
+object under a prefix (S3Prefix, None), each streamed, hashed and checked against its size as it comes,
+into partial/ (partial.py): what an interrupted attempt completed is taken as it is, and an object
+stopped part-way goes on with a Range GET from the bytes on disk.
 
 boto3 clients come from the factory, so the endpoint is the caller's choice. A watchdog shuts down the
 socket under a body at the download deadline, so a read stalled on a source that trickles returns.
@@ -104,6 +106,8 @@ class S3Fetcher:
             if known is not None:
                 return known
             object_id = self.partial.object_id(where.bucket, where.key, etag, size)
+            # Lock order: fingerprint, partial, digest (extract's build); object and prefix take
+            # digest then partial, but an archive's digest (its bytes) is never a manifest's.
             with self.cache.locked("partial:" + object_id):
                 archive, digest = self._obtain(source, where.bucket, where.key, etag, size, want_sha=True)
                 try:

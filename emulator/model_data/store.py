@@ -7,7 +7,9 @@ Sources: `s3://bucket/key` (s3.py), `file:///abs/path` or a plain path to a tar.
 extension — a local directory, which is returned as-is without a copy (local.py). CompressionType
 "None" lays out S3 objects as files: S3Object gives one file named after the key's last segment,
 S3Prefix gives every object under the prefix. Everything lands in the content-addressed cache under
-`root`, shared by every endpoint using the same data (cache.py).
+`root`, shared by every endpoint using the same data (cache.py); S3 objects come through partial/,
+so that an attempt that failed part-way resumes (partial.py). `check_exists` also refuses a gated
+model's data without ModelAccessConfig.AcceptEula=True (gate.py).
 
 Failure texts: extraction and "too large" follow the FailureReasons observed from SageMaker (§3.2);
 the download text follows SageMaker's observed "Failed to download model data for container" form.
