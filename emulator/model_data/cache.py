@@ -263,6 +263,11 @@ class ModelCache:
         self.evict()
 
     @property
+    def budgeted(self) -> bool:
+        """The multi-model cache: its directories are evicted to a budget."""
+        return self._budget is not None
+
+    @property
     def cached_bytes(self) -> int | None:
         """Bytes of the directories the budget counts (None without a budget)."""
         with self._guard:

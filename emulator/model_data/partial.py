@@ -27,10 +27,16 @@ STALE_AFTER_S = 24 * 3600.0
 
 
 class PartialDownloads:
-    def __init__(self, root: Path) -> None:
-        self.dir = root / "partial"
+    """`folder`: partial/ of the cache's root. `resume` False (the multi-model cache, which keeps
+    nothing a load that failed or was stopped fetched: issue 23): the entries are made in the cache's
+    tmp/ instead, and removed when the attempt fails (`S3Fetcher`)."""
+
+    def __init__(self, folder: Path, resume: bool = True) -> None:
+        self.dir = folder
+        self.resume = resume
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._drop_stale()
+        if resume:
+            self._drop_stale()
 
     @staticmethod
     def object_id(bucket: str, key: str, etag: str, size: int) -> str:

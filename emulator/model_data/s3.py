@@ -72,7 +72,8 @@ class S3Fetcher:
     ) -> None:
         self.cache = cache
         self.limits = cache.limits
-        self.partial = PartialDownloads(cache.root)
+        resume = not cache.budgeted
+        self.partial = PartialDownloads(cache.root / "partial" if resume else cache.tmp_dir, resume)
         self._client: Any = None
         self._guard = threading.Lock()  # protects _client
         self._factory = client_factory
@@ -109,12 +110,18 @@ class S3Fetcher:
             # Lock order: fingerprint, partial, digest (extract's build); object and prefix take
             # digest then partial, but an archive's digest (its bytes) is never a manifest's.
             with self.cache.locked("partial:" + object_id):
-                archive, digest = self._obtain(source, where.bucket, where.key, etag, size, want_sha=True)
+                try:
+                    archive, digest = self._obtain(source, where.bucket, where.key, etag, size, want_sha=True)
+                except BaseException:
+                    if not self.partial.resume:  # this cache keeps nothing of a failed attempt
+                        self.partial.forget(object_id)
+                    raise
                 try:
                     model = self.cache.extract(source, archive, digest)
-                except ModelDataFailure:
-                    if not self._deadline().passed():
-                        self.partial.forget(object_id)  # the archive is at fault: nothing to resume
+                except BaseException:
+                    # kept to resume only when time ran out: else the archive itself is at fault
+                    if not (self.partial.resume and self._deadline().passed()):
+                        self.partial.forget(object_id)
                     raise
                 self.partial.forget(object_id)
             self.cache.remember(fingerprint, digest)
@@ -195,12 +202,20 @@ class S3Fetcher:
                     self.partial.place(path, target)
             return digest
 
-        model = self.cache.build(source, lay_out, digest)[1]
-        for _rel, key, etag, size in objects:  # published: the directory holds the bytes now
+        try:
+            model = self.cache.build(source, lay_out, digest)[1]
+        except BaseException:
+            if not self.partial.resume:  # this cache keeps nothing of a failed attempt
+                self._forget(objects, bucket)
+            raise
+        self._forget(objects, bucket)  # published: the directory holds the bytes now
+        return model
+
+    def _forget(self, objects: list[tuple[str, str, str, int]], bucket: str) -> None:
+        for _rel, key, etag, size in objects:
             object_id = self.partial.object_id(bucket, key, etag, size)
             with self.cache.locked("partial:" + object_id):
                 self.partial.forget(object_id)
-        return model
 
     def _obtain(
         self, source: ModelDataSource, bucket: str, key: str, etag: str, size: int, want_sha: bool = False
