@@ -24,6 +24,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emulator.model.resources import ModelDataSource
+from emulator.model_data import timings
 from emulator.model_data.cache import ModelCache
 from emulator.model_data.extract import FILE_MODE
 from emulator.model_data.sources import (
@@ -200,6 +201,7 @@ class S3Fetcher:
         extra = {"IfMatch": if_match} if if_match else {}
         watchdog: threading.Timer | None = None
         forget: Callable[[], None] = _nothing
+        started = time.monotonic()
         try:
             response = self.client().get_object(Bucket=bucket, Key=key, **extra)
             body = response["Body"]
@@ -234,6 +236,7 @@ class S3Fetcher:
             )
         os.chmod(dest, FILE_MODE)
         self.cache.count(downloads=1)
+        timings.current().add_download(written, time.monotonic() - started)
         return sha.hexdigest(), str(response.get("ETag", if_match or "")), written
 
     def _watchdog(self, body: Any) -> threading.Timer | None:

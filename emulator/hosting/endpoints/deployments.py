@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from emulator.config import MODEL_DATA_DOWNLOAD_TIMEOUT_S
 from emulator.errors import DeploymentFailed, EngineError, ImageNotFound, ModelDataError, first_error
 from emulator.hosting.endpoints import persistence, rollout
 from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.fleet.cold_start import PlanSetup
 from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.plan import PlannedContainer, VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
@@ -27,6 +29,7 @@ from emulator.model.resources import (
     Model,
     ProductionVariant,
 )
+from emulator.model_data.timings import MaterializeTimings
 from emulator.runtime.base import ContainerHandle, ResolvedImage
 from emulator.runtime.images import DEFAULT_BASE_IMAGE, LOCAL_BASE_IMAGE
 
@@ -35,16 +38,22 @@ log = logging.getLogger(__name__)
 
 class Deployments(ServiceBase):
     async def _plan(
-        self, endpoint_name: str, variant: ProductionVariant, model: Model | None = None
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        model: Model | None = None,
+        setup: PlanSetup | None = None,
     ) -> VariantPlan:
-        """`model`: the variant's model as deployed (a restart), else the one of that name now."""
+        """`model`: the variant's model as deployed (a restart), else the one of that name now.
+        `setup`: filled with the plan's phases (image resolution, model data) for the cold start."""
+        setup = setup or PlanSetup()
         model = model or self.models.get(variant.model_name)
         if model is None:
             raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
         if model.multi_container:
-            return await self._plan_containers(endpoint_name, variant, model)
+            return await self._plan_containers(endpoint_name, variant, model, setup)
         container = model.primary_container
-        image = await self._resolve(container.image)
+        image = await self._resolve(container.image, setup)
         if model.multi_model:  # models are fetched on demand (hosting/multi_model), not here
             config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
             if config.labels.get(MULTI_MODELS_LABEL) != "true":
@@ -55,15 +64,15 @@ class Deployments(ServiceBase):
             limit = self.config.serverless_image_limit_bytes
             if size > limit:
                 raise DeploymentFailed(messages.serverless_image_too_large(container.image, size, limit))
-        model_dir = await self._model_dir(endpoint_name, variant, container)
+        model_dir = await self._model_dir(endpoint_name, variant, container, setup)
         return VariantPlan(endpoint_name, variant, model, image, model_dir)
 
     async def _plan_containers(
-        self, endpoint_name: str, variant: ProductionVariant, model: Model
+        self, endpoint_name: str, variant: ProductionVariant, model: Model, setup: PlanSetup
     ) -> VariantPlan:
         """Every container's image (which must accept SAGEMAKER_BIND_TO_PORT: the label) and model
         data, its ports, and the image of the instance's network container."""
-        images = [await self._resolve(c.image) for c in model.all_containers]
+        images = [await self._resolve(c.image, setup) for c in model.all_containers]
         unlabelled = []
         for c, image in zip(model.all_containers, images, strict=True):
             config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
@@ -75,7 +84,7 @@ class Deployments(ServiceBase):
         for i, (c, hostname, image) in enumerate(
             zip(model.all_containers, model.hostnames(), images, strict=True)
         ):
-            model_dir = await self._model_dir(endpoint_name, variant, c)
+            model_dir = await self._model_dir(endpoint_name, variant, c, setup)
             ports = platform_env.multi_container_ports(i)
             planned.append(PlannedContainer(hostname, c, image, model_dir, ports))
         network_image = await self._network_image()
@@ -96,26 +105,43 @@ class Deployments(ServiceBase):
             f"({DEFAULT_BASE_IMAGE} or {LOCAL_BASE_IMAGE}): run `smlocal setup`."
         )
 
-    async def _resolve(self, image: str) -> ResolvedImage:
+    async def _resolve(self, image: str, setup: PlanSetup | None = None) -> ResolvedImage:
+        """The image on the engine; `setup` gets the seconds and its size (one more inspect)."""
+        began = time.monotonic()
         try:
-            return await self.executors.engine(self.runtime.resolve_image, image)
+            resolved = await self.executors.engine(self.runtime.resolve_image, image)
+            if setup is not None:
+                size = (await self.executors.engine(self.runtime.inspect_image, resolved.image_id)).size_bytes
+                setup.image_bytes = (setup.image_bytes or 0) + size
         except ImageNotFound as exc:
             raise DeploymentFailed(messages.image_not_found(image)) from exc
+        if setup is not None:
+            setup.image_s = (setup.image_s or 0.0) + time.monotonic() - began
+        return resolved
 
     async def _model_dir(
-        self, endpoint_name: str, variant: ProductionVariant, container: ContainerDefinition
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        container: ContainerDefinition,
+        setup: PlanSetup | None = None,
     ) -> Path:
         # Without model data the container still gets a read-only /opt/ml/model (empty), as the
         # contract tester runs it, so a server that writes there fails here too.
         if container.model_data is None:
             return self._empty_model_dir()
+        setup = setup or PlanSetup()
+        timings = setup.model_data = setup.model_data or MaterializeTimings()
         try:
             timeout_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
+            setup.model_data_budget_s = timeout_s
             return await self.executors.model_data(
                 self.artifacts.materialize,
                 container.model_data,
                 timeout_s * self.config.model_data_timeout_scale,
                 timeout_s,
+                None,
+                timings,
             )
         except ModelDataError as exc:
             detail = getattr(exc, "detail", None)
@@ -190,15 +216,16 @@ class Deployments(ServiceBase):
     ) -> VariantFleet:
         """Start the variant (adopting the matching ones of `adopt`). Every container of `adopt` is
         owned from here on: kept in the fleet, or stopped (not matching, or the launch failed)."""
+        setup = PlanSetup()  # the deploy's start: the instances' cold starts begin here
         try:
-            plan = await self._plan(endpoint_name, variant, model)
+            plan = await self._plan(endpoint_name, variant, model, setup)
         except BaseException:
             await asyncio.shield(self._stop_handles(adopt))
             raise
         keep = self.deployer.matching_instances(plan, adopt)[: variant.initial_instance_count]
         kept = {h.id for group in keep for h in group}
         await self._stop_handles([h for h in adopt if h.id not in kept])
-        return await self.deployer.launch_variant(plan, adopt=keep)  # stops `keep` if it fails
+        return await self.deployer.launch_variant(plan, keep, setup)  # stops `keep` if it fails
 
     async def _stop_handles(self, handles: Sequence[ContainerHandle]) -> None:
         grace = self.config.limits.stop_grace_s
