@@ -274,8 +274,8 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
     from rich.console import Console
     from rich.markup import escape
 
+    from contract_tests import cold_start, report
     from contract_tests import console as console_report
-    from contract_tests import report
     from contract_tests.target import Target
     from emulator.errors import EngineError, ImageNotFound
 
@@ -336,10 +336,11 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
         checks, target, console
     )  # Ctrl-C: KeyboardInterrupt, answered by run()
 
-    console_report.print_report(results, console, checks)
+    console_report.print_report(results, console, checks, cold_start.profile_texts(target))
     properties = {"image": args.image, "image_id": image.id}
     if args.json:
-        report.write_json(results, args.json, checks, properties=properties)
+        extra = {"cold_start": cold_start.profile_json(target)}
+        report.write_json(results, args.json, checks, properties=properties, extra=extra)
         console.print(f"JSON report: {args.json}", highlight=False)
     if args.junit:
         report.write_junit(results, args.junit, checks, properties=properties)

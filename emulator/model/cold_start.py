@@ -52,6 +52,9 @@ ADVICE: Mapping[str, str] = {
     PING: "/ping says not ready this long: the model loads after the server listens",
     OTHER: "smlocal's own work between the phases",
 }
+#: a start quicker than this gets no advice, whatever dominates it [U]
+QUICK_START_S = 2.0
+QUICK = "a quick start: nothing to act on"
 
 
 def human_bytes(n: float) -> str:
@@ -168,6 +171,8 @@ class ColdStartProfile:
         detail = top.detail()
         if detail:
             text += f": {detail}"
+        if self.wall_s < QUICK_START_S:
+            return f"{text}; {QUICK}"
         return f"{text}; {ADVICE[top.name]}" if top.name in ADVICE else text
 
     @property
@@ -201,6 +206,17 @@ class ColdStartProfile:
             f"cold start: ready after {self.wall_s:.3f} s; {self.dominance_text()}; {self.budget_text()}"
         )
         return lines
+
+    def phases_text(self) -> str:
+        """Every phase on one line: `image resolution 0.01 s, model data download 2.1 s (24 MB at
+        11 MB/s), ...` (the phases that took no time and say nothing left out)."""
+        parts = []
+        for p in self.phases:
+            detail = p.detail()
+            if p.seconds < 0.0005 and not detail:
+                continue
+            parts.append(f"{p.name} {human_seconds(p.seconds)}" + (f" ({detail})" if detail else ""))
+        return f"ready after {human_seconds(self.wall_s)}: " + ", ".join(parts)
 
     def rows(self) -> list[tuple[str, str, str, str]]:
         """The profile as a table's rows: phase, seconds, share of the wall time, detail; then the

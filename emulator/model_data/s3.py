@@ -201,7 +201,6 @@ class S3Fetcher:
         extra = {"IfMatch": if_match} if if_match else {}
         watchdog: threading.Timer | None = None
         forget: Callable[[], None] = _nothing
-        started = time.monotonic()
         try:
             response = self.client().get_object(Bucket=bucket, Key=key, **extra)
             body = response["Body"]
@@ -236,7 +235,7 @@ class S3Fetcher:
             )
         os.chmod(dest, FILE_MODE)
         self.cache.count(downloads=1)
-        timings.current().add_download(written, time.monotonic() - started)
+        timings.current().add_download(written)
         return sha.hexdigest(), str(response.get("ETag", if_match or "")), written
 
     def _watchdog(self, body: Any) -> threading.Timer | None:

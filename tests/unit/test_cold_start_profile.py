@@ -101,3 +101,16 @@ def test_json_round_trip_and_first_invocation() -> None:
 )
 def test_human_bytes(n: float, text: str) -> None:
     assert human_bytes(n) == text
+
+
+def test_phases_text_one_line() -> None:
+    assert _profile().phases_text() == (
+        "ready after 94 s: image resolution 0.5 s (1.2 GB image), model data download 67 s "
+        "(18 GB at 270 MB/s), model data extraction 8.0 s, container start 1.2 s, first TCP accept "
+        "9.0 s, first /ping 200 6.0 s, other 2.6 s"
+    )
+
+
+def test_a_quick_start_gets_no_advice() -> None:
+    profile = ColdStartProfile.build("e", "v", "i", 0.0, 0.5, [Phase(cs.CONTAINER, 0.3)], 480.0)
+    assert profile.dominance_text() == "container start 60 % of 0.5 s; a quick start: nothing to act on"

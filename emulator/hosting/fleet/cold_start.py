@@ -61,17 +61,8 @@ class PlanSetup:
             phases = [Phase(cold_start.IMAGE, 0.0, note="resolved at the deploy")]
         else:
             phases = [Phase(cold_start.IMAGE, self.image_s or 0.0, self.image_bytes)]
-        data = self.model_data
-        if data is None:
-            return phases
-        if data.mounted:
-            phases.append(Phase(cold_start.DOWNLOAD, 0.0, note="a local directory, mounted as it is"))
-        elif data.cached and not data.download_bytes:
-            # the time to get it from the cache (waiting for another instance's download of it too)
-            phases.append(Phase(cold_start.DOWNLOAD, data.total_s, note="cached"))
-        else:
-            phases.append(Phase(cold_start.DOWNLOAD, data.download_s, data.download_bytes))
-        phases.append(Phase(cold_start.EXTRACTION, data.extraction_s))
+        if self.model_data is not None:
+            phases.extend(self.model_data.phases())
         return phases
 
 
