@@ -210,3 +210,29 @@ def test_smlocal_check_prints_the_profile(
     assert MODEL_BYTES < phases["model data download"]["Bytes"] < MODEL_BYTES * 1.01
     assert sum(p["Seconds"] for p in profile["Phases"]) == pytest.approx(profile["WallSeconds"], rel=1e-6)
     assert phases["other"]["Seconds"] <= 0.05 * profile["WallSeconds"], profile
+
+
+def test_an_adopted_instance_has_no_profile_and_says_why(
+    tmp_path: Path, echo_image: str, aws_credentials: None
+) -> None:
+    """After a restart the server adopts the running container: its start was never measured here."""
+    crashed = start_smlocal(tmp_path, echo_image, stop_containers=False)  # like a killed server
+    try:
+        assert crashed.deploy("ColdAdopted")["EndpointStatus"] == "InService"
+        (measured,) = _profiles(crashed, "ColdAdopted")["Profiles"]
+    finally:
+        crashed.server.stop()
+    restarted = start_smlocal(tmp_path, echo_image)
+    try:
+        assert restarted.wait("ColdAdopted")["EndpointStatus"] == "InService"
+        document = _profiles(restarted, "ColdAdopted")
+        assert document["Profiles"] == []
+        (missing,) = document["WithoutProfile"]
+        assert missing["InstanceId"] == measured["InstanceId"]
+        assert missing["Reason"].startswith("adopted after a restart of smlocal")
+        out = _smlocal(restarted, "profile", "ColdAdopted")
+        assert "No instance start of ColdAdopted was measured by this server." in out
+        assert f"AllTraffic/{measured['InstanceId']}: no profile (adopted after a restart" in out
+    finally:
+        restarted.cleanup("ColdAdopted")
+        restarted.server.stop()
