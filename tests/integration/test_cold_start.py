@@ -142,7 +142,7 @@ def test_download_dominates_and_the_phases_add_up(served: Smlocal, big_model: st
 
         # the instance's log stream: one line per phase and the summary
         logs = httpx.get(f"{env.server.url}/_smlocal/endpoints/{name}/logs", timeout=10).text
-        stream = f"AllTraffic/{profile['InstanceId']}/cold-start"
+        stream = f"AllTraffic/{profile['InstanceId']}/_cold-start"
         lines = [line for line in logs.splitlines() if line.startswith(stream + " ")]
         assert len(lines) == len(phases) + 1, logs
         assert "cold start: model data download" in lines[1]

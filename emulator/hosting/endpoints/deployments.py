@@ -110,12 +110,14 @@ class Deployments(ServiceBase):
         began = time.monotonic()
         try:
             resolved = await self.executors.engine(self.runtime.resolve_image, image)
-            if setup is not None:
-                size = (await self.executors.engine(self.runtime.inspect_image, resolved.image_id)).size_bytes
-                setup.image_bytes = (setup.image_bytes or 0) + size
         except ImageNotFound as exc:
             raise DeploymentFailed(messages.image_not_found(image)) from exc
         if setup is not None:
+            try:  # the size is for the profile only: the deploy never fails for it
+                size = (await self.executors.engine(self.runtime.inspect_image, resolved.image_id)).size_bytes
+                setup.image_bytes = (setup.image_bytes or 0) + size
+            except EngineError as exc:
+                log.info("image %s: no size for the cold-start profile (%s)", image, exc.message)
             setup.image_s = (setup.image_s or 0.0) + time.monotonic() - began
         return resolved
 

@@ -7,7 +7,9 @@ a serverless cold start) gets `PlanSetup.later()`: its clock starts at its own s
 resolved before and the model data is cached. `InstanceClock` adds the container's start, the first
 HTTP answer on its port and the first 200 from /ping; `ColdStarts` keeps the profiles (in memory: a
 restart adopts its containers without one) and writes each as lines of the instance's own log
-stream, `{variant}/{instance-id}/cold-start` [U] (modelled on SageMaker's `data-log` platform stream).
+stream, `{variant}/{instance-id}/_cold-start` [U] (modelled on SageMaker's `data-log` platform stream;
+the underscore, as in the platform's `_smlocal`, marks smlocal's own streams and cannot clash with a
+ContainerHostname, which names a multi-container instance's streams there).
 
 The first invocation costs the invoke path one attribute check (`Instance.first_call`), then this
 callable runs once.
@@ -31,7 +33,7 @@ log = logging.getLogger(__name__)
 #: profiles kept per endpoint, and endpoints kept (the oldest go first)
 MAX_PER_ENDPOINT = 50
 MAX_ENDPOINTS = 200
-COLD_START_STREAM = "cold-start"
+COLD_START_STREAM = "_cold-start"
 
 
 @dataclass
