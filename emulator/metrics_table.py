@@ -158,7 +158,7 @@ def print_metrics(report: Mapping[str, Any], endpoint: str, console: Console | N
     if any(not p["Complete"] for p in (*report["Periods"], *report.get("ContainerPeriods", ()))):
         console.print("* period still in progress")
     for line in cold_start_lines(report):
-        console.print(line, highlight=False, soft_wrap=True)
+        console.print(line, highlight=False, markup=False)  # wrapped to the width, as the tables are
 
 
 def cold_start_lines(report: Mapping[str, Any]) -> list[str]:

@@ -81,3 +81,15 @@ def test_a_later_instance_has_its_own_clock_and_cached_model_data() -> None:
     assert image is not None and image.note == "resolved at the deploy"
     ping = profile.phase(cs.PING)
     assert ping is not None and ping.seconds == 0.0  # no answer before the 200: it was the first
+
+
+def test_smlocal_metrics_prints_a_line_per_measured_start() -> None:
+    from emulator.metrics_table import cold_start_lines
+    from emulator.model.cold_start import ColdStartProfile, Phase
+
+    profile = ColdStartProfile.build("e", "AllTraffic", "i-1", 0.0, 5.0, [Phase(cs.ACCEPT, 4.0)], 480.0)
+    assert cold_start_lines({"ColdStarts": [profile.to_json()]}) == [
+        "cold start AllTraffic/i-1: ready after 5.00 s; first TCP accept 80 % of 5.0 s; the server takes "
+        "this long to listen: load the model after it listens, trim imports"
+    ]
+    assert cold_start_lines({}) == []
