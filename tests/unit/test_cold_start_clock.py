@@ -1,15 +1,22 @@
 """The measurement side of the cold start without Docker: MaterializeTimings (the thread-current
-recording, the model data phases) and the fleet's PlanSetup / InstanceClock / ColdStarts."""
+recording, the model data phases), the fleet's PlanSetup / InstanceClock / ColdStarts, readiness's
+first answer, and `smlocal metrics`' lines."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 
+import aiohttp
 import pytest
+from aiohttp import web
 
 from emulator.hosting.fleet.cold_start import ColdStarts, InstanceClock, PlanSetup
+from emulator.hosting.fleet.readiness import Outcome, PingPolicy, wait_until_healthy
+from emulator.metrics_table import cold_start_lines
 from emulator.model import cold_start as cs
+from emulator.model.cold_start import ColdStartProfile, Phase
 from emulator.model_data import timings
 from emulator.model_data.timings import MaterializeTimings
 
@@ -84,12 +91,35 @@ def test_a_later_instance_has_its_own_clock_and_cached_model_data() -> None:
 
 
 def test_smlocal_metrics_prints_a_line_per_measured_start() -> None:
-    from emulator.metrics_table import cold_start_lines
-    from emulator.model.cold_start import ColdStartProfile, Phase
-
     profile = ColdStartProfile.build("e", "AllTraffic", "i-1", 0.0, 5.0, [Phase(cs.ACCEPT, 4.0)], 480.0)
     assert cold_start_lines({"ColdStarts": [profile.to_json()]}) == [
         "cold start AllTraffic/i-1: ready after 5.00 s; first TCP accept 80 % of 5.0 s; the server takes "
         "this long to listen: load the model after it listens, trim imports"
     ]
     assert cold_start_lines({}) == []
+
+
+async def test_readiness_times_the_first_answer_and_the_first_200_apart() -> None:
+    """A 503 is the first answer (the first TCP accept that got HTTP), the 200 two polls later."""
+    statuses = iter([503, 503, 200])
+
+    async def ping(request: web.Request) -> web.Response:
+        return web.Response(status=next(statuses))
+
+    app = web.Application()
+    app.router.add_get("/ping", ping)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+            policy = PingPolicy(deadline_s=5.0, attempt_timeout_s=1.0, interval_s=0.05)
+            result = await wait_until_healthy(session, url, policy, asyncio.Event())
+    finally:
+        await runner.cleanup()
+    assert result.outcome is Outcome.HEALTHY and result.attempts == 3
+    assert result.first_answer is not None
+    assert result.started < result.first_answer < result.ended
+    assert result.ended - result.first_answer >= 0.09  # two poll intervals between the answers

@@ -112,10 +112,11 @@ async def wait_until_healthy(
             continue  # exited: reported at the top of the loop
         exit_wait.cancel()
         result = attempt.result()
+        answered_at = time.monotonic()
         if first_answer is None and answered(result):
-            first_answer = time.monotonic()
+            first_answer = answered_at
         if result is None:
-            elapsed = first_answer - started if first_answer is not None else time.monotonic() - started
+            elapsed = answered_at - started
             return Readiness(Outcome.HEALTHY, elapsed, attempts, f"{_ANSWERED} 200", started, first_answer)
         if observation == _NO_ATTEMPT or not (
             _cut_short(attempt_timeout_s, policy) and result == _no_answer(attempt_timeout_s)
