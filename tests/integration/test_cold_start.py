@@ -84,6 +84,16 @@ def _profiles(env: Smlocal, name: str) -> dict[str, Any]:
     return document
 
 
+def _settled(env: Smlocal, name: str, timeout_s: float = 60.0) -> dict[str, Any]:
+    """DescribeEndpoint polled (as a client waits) until the endpoint is no longer Updating."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        described: dict[str, Any] = env.sm.describe_endpoint(EndpointName=name)
+        if described["EndpointStatus"] != "Updating" or time.monotonic() > deadline:
+            return described
+        time.sleep(0.05)
+
+
 def _smlocal(env: Smlocal, *args: str) -> str:
     run = subprocess.run(
         [sys.executable, "-m", "emulator.cli", *args, "--endpoint-url", env.server.url],
@@ -155,6 +165,20 @@ def test_download_dominates_and_the_phases_add_up(served: Smlocal, big_model: st
             "model data download"
         )
         assert f"cold start AllTraffic/{profile['InstanceId']}: ready after" in _smlocal(env, "metrics", name)
+
+        # a second instance of the variant (a scale-out) starts from the plan: its model data is cached
+        env.sm.update_endpoint_weights_and_capacities(
+            EndpointName=name,
+            DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": 2}],
+        )
+        assert _settled(env, name)["EndpointStatus"] == "InService"
+        first, scaled = _profiles(env, name)["Profiles"]
+        assert first["InstanceId"] == profile["InstanceId"] and scaled["ModelDataCached"] is True
+        notes = {p["Name"]: p.get("Note") for p in scaled["Phases"]}
+        assert (
+            notes["model data download"] == "cached" and notes["image resolution"] == "resolved at the deploy"
+        )
+        assert scaled["WallSeconds"] < wall
 
         # a second endpoint of the same model data: the digest cache has it
         again = env.deploy(second, model_data=big_model)
