@@ -94,6 +94,15 @@ class CheckConfig:
     #: `--streaming`: the request the streaming.* checks send (`--stream-body`, `--stream-content-type`;
     #: DEFAULT_STREAM_BODY when none was given); None: the image was not said to stream, they are SKIPPED.
     stream: Payload | None = None
+    #: `--instance-type`: the containers get its memory limit, CPU share and GPUs, and image.architecture
+    #: judges the image against it (preflight.py); None: no limits, image.architecture SKIPPED.
+    instance_type: str | None = None
+    #: `--deploy-as`: the image reference CreateModel will be given; image.registry judges it (None: SKIPPED).
+    deploy_as: str | None = None
+    #: `--region`: the endpoint's region for image.registry (None: an ECR reference's own region).
+    region: str | None = None
+    #: `--repository-access-mode`: the container's ImageConfig RepositoryAccessMode (None: Platform).
+    repository_access_mode: str | None = None
 
     @property
     def payloads(self) -> tuple[Payload, ...]:

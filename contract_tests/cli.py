@@ -138,6 +138,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="checks",
         help="a check id or group to run (repeatable, or comma-separated; default all)",
     )
+    from contract_tests import preflight  # argparse only at import time
+
+    preflight.add_arguments(parser)
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML")
 
@@ -196,6 +199,7 @@ def _size_limit(text: str | None) -> int:
 
 def check_config(args: argparse.Namespace) -> CheckConfig:
     """The CheckConfig the arguments describe; UsageError when they can't."""
+    from contract_tests import preflight
     from contract_tests.check_config import CheckConfig
     from emulator.config import ContractLimits
 
@@ -224,6 +228,9 @@ def check_config(args: argparse.Namespace) -> CheckConfig:
         limits=limits,
         stream=stream_payload(args.streaming, args.stream_body, args.stream_content_type),
         **payloads,
+        **preflight.fields(
+            args.instance_type, args.deploy_as, args.region, args.repository_access_mode, os.environ
+        ),
     )
 
 
@@ -274,7 +281,7 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from contract_tests import cold_start, report
+    from contract_tests import cold_start, preflight, report
     from contract_tests import console as console_report
     from contract_tests.target import Target
     from emulator.errors import EngineError, ImageNotFound
@@ -329,7 +336,8 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
         f"model data {escape(config.model_data) if config.model_data else 'none (empty /opt/ml/model)'}"
         f"{f'; multi-model data {escape(config.multi_model_data)}' if config.multi_model_data else ''}"
         f"{'; profile serverless' if config.profile == 'serverless' else ''}"
-        f"{f'; streaming with {escape(config.stream.source)}' if config.stream else ''}",
+        f"{f'; streaming with {escape(config.stream.source)}' if config.stream else ''}"
+        f"{f'; instance {escape(config.instance_type)}' if config.instance_type else ''}",
         highlight=False,
     )
     results = console_report.run_with_progress(
@@ -338,6 +346,10 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
 
     console_report.print_report(results, console, checks, cold_start.profile_texts(target))
     properties = {"image": args.image, "image_id": image.id}
+    if preflight.wanted(config):
+        judged = cold_start.judgement(target)
+        properties["verdict"] = preflight.verdict(results, config, [judged] if judged else [])
+        console.print(properties["verdict"], style="bold", highlight=False, markup=False)
     if args.json:
         extra = {"cold_start": cold_start.profile_json(target)}
         report.write_json(results, args.json, checks, properties=properties, extra=extra)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.text import Text
 
+from contract_tests.preflight import Judgement
 from emulator.config import MODEL_DATA_DOWNLOAD_TIMEOUT_S
 from emulator.model import cold_start
 from emulator.model.cold_start import ColdStartProfile, Phase
@@ -90,6 +91,21 @@ def profile_json(target: Target) -> dict[str, Any] | None:
     for key in ("EndpointName", "VariantName", "InstanceId", "StartedAt"):
         data.pop(key, None)
     return data
+
+
+def judgement(target: Target) -> Judgement | None:
+    """The preflight verdict's view of the start: accepted while it fits SageMaker's budgets (the
+    health check's from the container's start; the model data's for download and extraction)."""
+    found = profile(target)
+    if found is None:
+        return None  # start.healthy says why
+    model_data_s = sum(p.seconds for p in found.phases if p.name in cold_start.MODEL_DATA_PHASES)
+    over = []
+    if found.health_used_s > found.health_budget_s:
+        over.append(f"the first 200 came {found.health_used_s:.0f} s after the start")
+    if found.model_data_budget_s is not None and model_data_s > found.model_data_budget_s:
+        over.append(f"model data took {model_data_s:.0f} s of {found.model_data_budget_s:g} s")
+    return Judgement("cold start", not over, "; ".join(over))
 
 
 def profile_texts(target: Target) -> list[Text]:

@@ -40,6 +40,8 @@ GROUPS = {
 _RUN_WITH = {
     "streaming": (" --streaming --stream-body JSON", " --sagemaker-streaming --sagemaker-stream-body JSON"),
     "serverless": (" --profile serverless", " --sagemaker-profile serverless"),
+    "image.architecture": (" --instance-type TYPE", " --sagemaker-instance-type TYPE"),
+    "image.registry": (" --deploy-as URI", " --sagemaker-deploy-as URI"),
 }
 
 
@@ -121,7 +123,7 @@ def has_example(check: Check) -> bool:
 
 
 def _section(check: Check) -> list[str]:
-    cli, plugin = _RUN_WITH.get(check.group, ("", ""))
+    cli, plugin = _RUN_WITH.get(check.id) or _RUN_WITH.get(check.group, ("", ""))
     return [
         f'<a id="{check.anchor}"></a>',
         "",
@@ -223,8 +225,16 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "smlocal check IMAGE --json report.json --junit report.xml    # reports for CI",
         "smlocal check IMAGE --streaming --stream-body '{...}'        # the image streams (streaming.*)",
         "smlocal check IMAGE --profile serverless                     # for serverless (serverless.*)",
+        "smlocal check IMAGE --instance-type ml.m5.large --deploy-as URI  # the preflight: a verdict line",
         "pytest --sagemaker-image IMAGE -k smlocal-contract           # the checks as pytest items",
         "```",
+        "",
+        "With `--instance-type TYPE` every container gets the type's memory limit, CPU share and GPUs",
+        "(an engine without the NVIDIA runtime starts it on CPU) and `image.architecture` judges the image",
+        "against the type; `--deploy-as URI` (with `--region`, `--repository-access-mode`) makes",
+        "`image.registry` judge the reference CreateModel will get. Either ends the report with one line:",
+        "`SageMaker would accept this image (as URI), its model data and TYPE: yes`, or `no:` and the",
+        "checks that fail ([cloud-parity.md](cloud-parity.md#smlocal-check---instance-type-the-preflight)).",
         "",
         "The image must be local (`smlocal check` never pulls). How to read what it prints, its",
         "outcomes, warnings and exit codes: [Reading the report](#reading-the-report).",
@@ -232,7 +242,9 @@ def render(checks: Sequence[Check] | None = None) -> str:
         "With smlocal installed, pytest gains `--sagemaker-image IMAGE` (and `--sagemaker-model-data`,",
         "`--sagemaker-multi-model-data`,",
         "`--sagemaker-startup-timeout`, `--sagemaker-env K=V`, `--sagemaker-streaming`,",
-        "`--sagemaker-stream-body JSON`, `--sagemaker-profile serverless`): one item per check, named",
+        "`--sagemaker-stream-body JSON`, `--sagemaker-profile serverless`, `--sagemaker-instance-type`,",
+        "`--sagemaker-deploy-as`, `--sagemaker-region`, `--sagemaker-repository-access-mode`): one item",
+        "per check, named",
         "`smlocal-contract::<check id>`, all sharing one set of containers. The suite is no file: pytest",
         "prints its items by that name whichever folder it runs in (a sub-folder of the rootdir",
         "included), and locates their skips at `smlocal-contract:1`.",

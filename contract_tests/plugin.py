@@ -16,17 +16,19 @@ skipped on SKIPPED.
 
 Installed with smlocal, this module is loaded by every pytest run: without --sagemaker-image it only
 adds its options (and loads contract_tests.pytest_fixtures, the fixtures for a user's own tests). It
-imports nothing but pytest and contract_tests.payload_options (the standard library only) until the
-option is given.
+imports nothing but pytest, contract_tests.payload_options and contract_tests.preflight (the standard
+library only) until the option is given.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from contract_tests import preflight
 from contract_tests.payload_options import (
     PAYLOAD_OPTIONS,
     PayloadOption,
@@ -138,6 +140,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="the --sagemaker-stream-body's content type (default application/json)",
     )
+    for option, metavar, text in (
+        (
+            "instance-type",
+            "TYPE",
+            "the endpoint's instance type: its memory, CPUs and GPUs, image.architecture",
+        ),
+        ("deploy-as", "URI", "the image reference CreateModel will get: image.registry"),
+        ("region", "REGION", "the endpoint's region for image.registry (default $AWS_REGION)"),
+        ("repository-access-mode", "MODE", "ImageConfig RepositoryAccessMode, Platform or Vpc"),
+    ):
+        group.addoption(
+            f"--sagemaker-{option}",
+            metavar=metavar,
+            default=None,
+            help=f"{text} (smlocal check's --{option})",
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -166,6 +184,8 @@ class ContractSession:
         self._target: Target | None = None
         self.warnings: list[tuple[str, str]] = []
         self._items: list[ContractItem] = []
+        #: the CheckConfig the run's Target was made with (the verdict line reads it after close)
+        self._checked: CheckConfig | None = None
 
     def check_config(self) -> CheckConfig:
         from contract_tests.check_config import SERVERLESS_IMAGE_LIMIT_BYTES, CheckConfig, parse_size
@@ -193,6 +213,14 @@ class ContractSession:
                 self.config.getoption("sagemaker_stream_content_type"),
                 "--sagemaker-",
             )
+            chosen = preflight.fields(
+                self.config.getoption("sagemaker_instance_type"),
+                self.config.getoption("sagemaker_deploy_as"),
+                self.config.getoption("sagemaker_region"),
+                self.config.getoption("sagemaker_repository_access_mode"),
+                os.environ,
+                "--sagemaker-",
+            )
         except UsageError as exc:
             raise pytest.UsageError(str(exc)) from exc
         return CheckConfig(
@@ -205,6 +233,7 @@ class ContractSession:
             limits=limits,
             stream=stream,
             **payloads,
+            **chosen,
         )
 
     def target(self) -> Target:
@@ -222,7 +251,7 @@ class ContractSession:
         from emulator.model_data.sources import locate
 
         target = Target(self.check_config())
-        config = target.config
+        config = self._checked = target.config
         option = "--sagemaker-model-data"
         try:
             if config.model_data is not None:  # no model data URL at all: a usage error; data
@@ -276,6 +305,10 @@ class ContractSession:
             for w in item.result.headline_warnings
         ]
         rest = [pair for pair in self.warnings if pair not in loud]
+        config = self._checked
+        if config is not None and preflight.wanted(config):
+            results = [item.result for item in self._items if item.result is not None]
+            terminalreporter.line(preflight.verdict(results, config), bold=True)
         if loud or rest:
             terminalreporter.section("smlocal contract warnings", yellow=True)
             for check_id, warning in loud:

@@ -67,6 +67,7 @@ def check(
 CHECK_MODULES = (
     "contract_tests.checks.model_data",
     "contract_tests.checks.image",
+    "contract_tests.checks.image_platform",
     "contract_tests.checks.startup",
     "contract_tests.checks.bind_port",
     "contract_tests.checks.accept",

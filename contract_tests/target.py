@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract_tests import preflight
 from contract_tests.check_config import NO_GPU_ENV, NO_GPU_VALUE, CheckConfig
 from contract_tests.cold_start import FirstStart
 from contract_tests.multi_model import (
@@ -195,6 +196,7 @@ class Target:
             except EngineError as exc:  # never a reason for this run to fail
                 logging.getLogger(__name__).warning("removing ended check runs' containers: %s", exc.message)
         n = len(self._containers)
+        limits = preflight.container_limits(self.config)
         spec = ContainerSpec(
             image=self.image.id,
             name=f"smlocal-check-{self._run_id}-{n}",
@@ -217,6 +219,9 @@ class Target:
             read_only_root=read_only_root,
             tmpfs=dict(tmpfs or {}),
             user=user,
+            memory_limit_bytes=limits.memory_limit_bytes,
+            cpus=limits.cpus,
+            gpus=limits.gpus,
         )
         try:
             # A signal mid-create could let the engine create the container after the cleanup below

@@ -29,7 +29,13 @@ from emulator.commands import quota as instance_quota
 from emulator.commands.client import ENDPOINT_URL_ENV
 from emulator.commands.endpoints import cmd_delete, cmd_deploy, cmd_invoke, cmd_logs, cmd_ls, cmd_metrics
 from emulator.commands.profile import cmd_profile
-from emulator.commands.server import DEFAULT_STATE_DIR, cmd_down, cmd_serve, cmd_setup
+from emulator.commands.server import (
+    DEFAULT_STATE_DIR,
+    cmd_down,
+    cmd_serve,
+    cmd_setup,
+    registry_arguments,
+)
 from emulator.commands.standalone import cmd_check, cmd_demo
 from emulator.config import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, ArchiveLimits, ContractLimits
 from emulator.errors import SmlocalError
@@ -245,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
         "key ids -> an ARN and policy documents; docs/api-coverage.md); without it every call is allowed",
     )
     _archive_arguments(p)
+    registry_arguments(p)
     p.set_defaults(func=cmd_serve)
 
     p = client_cmd("deploy", "create a model, an endpoint config and an endpoint; wait for InService")

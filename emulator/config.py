@@ -149,6 +149,10 @@ class ServerConfig:
     #: and the types with a limit of their own.
     instance_quota: int = DEFAULT_INSTANCE_QUOTA
     instance_quota_by_type: tuple[tuple[str, int], ...] = ()
+    #: Which image references CreateModel accepts (emulator/model/image_registry.RegistryRule's values):
+    #: "local-warns" (default: SageMaker's rule, a local tag accepted with a warning in the endpoint's
+    #: log), "strict" (`--strict-images`: local tags refused too), "any" (`--any-registry`).
+    registry_rule: str = "local-warns"
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:

@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.fixtures.sample",
     "tests.fixtures.smlocal_server",
     "tests.fixtures.twins",
+    "tests.fixtures.foreign_arch",
     "tests.fixtures.stacks",
     "tests.fixtures.streaming",
 ]

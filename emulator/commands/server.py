@@ -66,11 +66,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
         iam_policies_file=Path(args.iam_policies).resolve() if args.iam_policies else None,
         instance_quota=instance_quota,
         instance_quota_by_type=quota_by_type,
+        registry_rule="strict" if args.strict_images else "any" if args.any_registry else "local-warns",
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         logging.warning("serving on %s: reachable from other machines", args.host)
     serve_forever(config, keep_containers=args.keep_containers, event_loop=args.event_loop)
     return 0
+
+
+def registry_arguments(parser: argparse.ArgumentParser) -> None:
+    """`serve --strict-images | --any-registry`: ServerConfig.registry_rule (model/image_registry.py)."""
+    registry = parser.add_mutually_exclusive_group()
+    registry.add_argument(
+        "--strict-images",
+        action="store_true",
+        help="refuse at CreateModel every image SageMaker would refuse, local tags (my-model:latest) too: "
+        "only ECR private of --region, or ImageConfig RepositoryAccessMode Vpc (default: local tags are "
+        "accepted with a warning in the endpoint's log; docs/cloud-parity.md#registry-rules)",
+    )
+    registry.add_argument(
+        "--any-registry",
+        action="store_true",
+        help="accept every image reference (Docker Hub, public.ecr.aws, other regions' ECR) with no warning, "
+        "for images deployed somewhere other than SageMaker",
+    )
 
 
 def cmd_down(args: argparse.Namespace) -> int:

@@ -47,6 +47,9 @@ class ContainerDefinition:
     #: MultiModelConfig.ModelCacheSetting: "Enabled" (default) keeps loaded models; "Disabled"
     #: unloads and deletes each after its invocation.
     model_cache_setting: str = "Enabled"
+    #: ImageConfig.RepositoryAccessMode: "Platform" (ECR private) or "Vpc" (any registry the model's VPC
+    #: reaches: model/image_registry.py accepts every reference); None when no ImageConfig was given.
+    repository_access_mode: str | None = None
 
     @property
     def multi_model(self) -> bool:

@@ -146,6 +146,8 @@ class ImageConfig:
     labels: Mapping[str, str] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
     working_dir: str = ""
+    #: The CPU architecture the image is built for, as its config says (`amd64`, `arm64`; "" unknown).
+    architecture: str = ""
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ class DockerImages:
             labels=dict(config.get("Labels") or {}),
             env=env,
             working_dir=config.get("WorkingDir") or "",
+            architecture=str(found.attrs.get("Architecture") or ""),
         )
 
     def image_paths(self, image: str) -> Iterator[str]:

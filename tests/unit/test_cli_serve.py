@@ -31,3 +31,21 @@ def test_time_scale_must_be_a_positive_number(value: str, capsys: pytest.Capture
         build_parser().parse_args(["serve", "--time-scale", value])
     assert exc.value.code == 2
     assert "--time-scale" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "rule"),
+    [([], "local-warns"), (["--strict-images"], "strict"), (["--any-registry"], "any")],
+)
+def test_the_registry_rule_reaches_the_config(
+    served: list[ServerConfig], tmp_path: Path, options: list[str], rule: str
+) -> None:
+    assert main(["serve", "--state-dir", str(tmp_path), *options]) == 0
+    assert served[0].registry_rule == rule
+
+
+def test_strict_images_and_any_registry_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["serve", "--strict-images", "--any-registry"])
+    assert exc.value.code == 2
+    assert "argument --any-registry: not allowed with argument --strict-images" in capsys.readouterr().err

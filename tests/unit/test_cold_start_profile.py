@@ -1,12 +1,18 @@
 """The pure cold-start profile (emulator/model/cold_start.py): the sum, what dominates and its words,
-the budget text, the log lines and the JSON round trip."""
+the budget text, the log lines and the JSON round trip; and smlocal check's preflight judgement of it."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from contract_tests import cold_start as check_cold_start
+from contract_tests.cold_start import FirstStart
+from contract_tests.running import Startup
 from emulator.model import cold_start as cs
 from emulator.model.cold_start import ColdStartProfile, Phase, human_bytes
+from emulator.model_data.timings import MaterializeTimings
 
 
 def _profile(**overrides: float) -> ColdStartProfile:
@@ -114,3 +120,20 @@ def test_phases_text_one_line() -> None:
 def test_a_quick_start_gets_no_advice() -> None:
     profile = ColdStartProfile.build("e", "v", "i", 0.0, 0.5, [Phase(cs.CONTAINER, 0.3)], 480.0)
     assert profile.dominance_text() == "container start 60 % of 0.5 s; a quick start: nothing to act on"
+
+
+def test_the_preflight_judgement_of_a_start() -> None:
+    def target(model_data_s: float, first_healthy_s: float) -> object:
+        startup = Startup(
+            True, False, None, first_healthy_s, first_healthy_s, first_healthy_s, 1, "", 0.0, b"", ""
+        )
+        measured = FirstStart(
+            0.1, model_data_s, MaterializeTimings(download_bytes=1, total_s=model_data_s), 0.2, startup
+        )
+        config = SimpleNamespace(image="img", limits=SimpleNamespace(startup_timeout_s=480.0))
+        return SimpleNamespace(measured=measured, config=config, image=SimpleNamespace(size_bytes=10))
+
+    fits = check_cold_start.judgement(target(5.0, 2.0))  # type: ignore[arg-type]
+    assert fits is not None and fits.accepted and fits.name == "cold start"
+    slow = check_cold_start.judgement(target(4000.0, 2.0))  # type: ignore[arg-type]
+    assert slow is not None and not slow.accepted and slow.reason == "model data took 4000 s of 3600 s"

@@ -49,6 +49,7 @@ def models() -> list[Model]:
             creation_time=T0 + timedelta(seconds=1),
             primary_container=ContainerDefinition(
                 image="local/image:latest",
+                repository_access_mode="Vpc",
                 model_data=ModelDataSource(
                     uri="s3://bucket/prefix/", compression="None", data_type="S3Prefix"
                 ),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from emulator.config import MODEL_DATA_DOWNLOAD_TIMEOUT_S
 from emulator.errors import DeploymentFailed, EngineError, ImageNotFound, ModelDataError, first_error
-from emulator.hosting.endpoints import persistence, rollout
+from emulator.hosting.endpoints import image_rules, persistence, rollout
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet.cold_start import PlanSetup
 from emulator.hosting.fleet.invoker import FaultContext
@@ -50,10 +50,13 @@ class Deployments(ServiceBase):
         model = model or self.models.get(variant.model_name)
         if model is None:
             raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
+        for warning in image_rules.registry_warnings(model, self.account, self.config):
+            self.deployer.platform_log(endpoint_name, f"{variant.variant_name}: warning: {warning}")
         if model.multi_container:
             return await self._plan_containers(endpoint_name, variant, model, setup)
         container = model.primary_container
         image = await self._resolve(container.image, setup)
+        await self._check_architecture(variant, container.image, image, setup)
         if model.multi_model:  # models are fetched on demand (hosting/multi_model), not here
             config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
             if config.labels.get(MULTI_MODELS_LABEL) != "true":
@@ -75,7 +78,10 @@ class Deployments(ServiceBase):
         images = [await self._resolve(c.image, setup) for c in model.all_containers]
         unlabelled = []
         for c, image in zip(model.all_containers, images, strict=True):
+            began = time.monotonic()
             config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
+            setup.add_image(config.size_bytes, time.monotonic() - began)
+            image_rules.check_architecture(variant, c.image, config)
             if config.labels.get(ACCEPT_BIND_TO_PORT_LABEL) != "true":
                 unlabelled.append(messages.missing_bind_to_port_label(c.image))
         if unlabelled:
@@ -105,20 +111,26 @@ class Deployments(ServiceBase):
             f"({DEFAULT_BASE_IMAGE} or {LOCAL_BASE_IMAGE}): run `smlocal setup`."
         )
 
+    async def _check_architecture(
+        self, variant: ProductionVariant, name: str, image: ResolvedImage, setup: PlanSetup | None = None
+    ) -> None:
+        """The image's architecture against the variant's instance type, before anything starts;
+        `setup` gets the inspect's seconds and the image's size (the cold-start profile's)."""
+        began = time.monotonic()
+        config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
+        if setup is not None:
+            setup.add_image(config.size_bytes, time.monotonic() - began)
+        image_rules.check_architecture(variant, name, config)
+
     async def _resolve(self, image: str, setup: PlanSetup | None = None) -> ResolvedImage:
-        """The image on the engine; `setup` gets the seconds and its size (one more inspect)."""
+        """The image on the engine; `setup` gets the seconds (image resolution, for the cold start)."""
         began = time.monotonic()
         try:
             resolved = await self.executors.engine(self.runtime.resolve_image, image)
         except ImageNotFound as exc:
             raise DeploymentFailed(messages.image_not_found(image)) from exc
         if setup is not None:
-            try:  # the size is for the profile only: the deploy never fails for it
-                size = (await self.executors.engine(self.runtime.inspect_image, resolved.image_id)).size_bytes
-                setup.image_bytes = (setup.image_bytes or 0) + size
-            except EngineError as exc:
-                log.info("image %s: no size for the cold-start profile (%s)", image, exc.message)
-            setup.image_s = (setup.image_s or 0.0) + time.monotonic() - began
+            setup.add_image(None, time.monotonic() - began)
         return resolved
 
     async def _model_dir(

@@ -75,6 +75,7 @@ def _container_to_json(c: ContainerDefinition) -> dict[str, Any]:
         "hostname": c.hostname,
         "mode": c.mode,
         "model_cache_setting": c.model_cache_setting,
+        "repository_access_mode": c.repository_access_mode,
     }
 
 
@@ -87,6 +88,7 @@ def _container_from_json(c: dict[str, Any]) -> ContainerDefinition:
         hostname=c["hostname"],
         mode=c["mode"],
         model_cache_setting=c.get("model_cache_setting", "Enabled"),
+        repository_access_mode=c.get("repository_access_mode"),
     )
 
 

@@ -15,6 +15,7 @@ from emulator.errors import (
     ResourceNotFound,
     ValidationFailed,
 )
+from emulator.hosting.endpoints import image_rules
 from emulator.hosting.endpoints.deployments import Deployments
 from emulator.model import deployment as dp
 from emulator.model import messages, quota, serverless
@@ -63,6 +64,7 @@ class Resources(Deployments):
                 f"The total size of the environment variables of model {name} is {env_bytes} bytes, "
                 f"over the limit of {ENVIRONMENT_MAX_BYTES} bytes."
             )
+        image_rules.check_registry(every, self.account, self.config)
         for c in every:
             try:
                 await self.executors.engine(self.runtime.resolve_image, c.image)

@@ -58,6 +58,12 @@ class PlanSetup:
         )
         return cls(later=True, model_data=MaterializeTimings(cached=True) if has_data else None)
 
+    def add_image(self, size_bytes: int | None, seconds: float) -> None:
+        """An image resolved or inspected for the plan (a multi-container plan has several)."""
+        self.image_s = (self.image_s or 0.0) + seconds
+        if size_bytes is not None:
+            self.image_bytes = (self.image_bytes or 0) + size_bytes
+
     def phases(self) -> list[Phase]:
         if self.later:
             phases = [Phase(cold_start.IMAGE, 0.0, note="resolved at the deploy")]

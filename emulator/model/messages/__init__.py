@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from emulator.model.messages import (
     async_inference,
+    images,
     multi_container,
     resources,
     scaling,
@@ -15,6 +16,7 @@ from emulator.model.messages import (
     streaming,
 )
 from emulator.model.messages.async_inference import *  # noqa: F403
+from emulator.model.messages.images import *  # noqa: F403
 from emulator.model.messages.multi_container import *  # noqa: F403
 from emulator.model.messages.resources import *  # noqa: F403
 from emulator.model.messages.scaling import *  # noqa: F403
@@ -28,4 +30,5 @@ __all__ = [
     *streaming.__all__,
     *async_inference.__all__,
     *serverless.__all__,
+    *images.__all__,
 ]

@@ -46,6 +46,7 @@ def container_definition(c: Mapping[str, Any]) -> ContainerDefinition:
         hostname=c.get("ContainerHostname"),
         mode=c.get("Mode", "SingleModel"),
         model_cache_setting=(c.get("MultiModelConfig") or {}).get("ModelCacheSetting", "Enabled"),
+        repository_access_mode=(c.get("ImageConfig") or {}).get("RepositoryAccessMode"),
     )
 
 

@@ -52,6 +52,8 @@ def _container(c: ContainerDefinition) -> JSON:
         out["Environment"] = dict(c.environment)
     if c.hostname:
         out["ContainerHostname"] = c.hostname
+    if c.repository_access_mode is not None:
+        out["ImageConfig"] = {"RepositoryAccessMode": c.repository_access_mode}
     if c.model_data is not None:
         if c.model_data.compression == "Gzip" and c.model_data.data_type == "S3Object":
             out["ModelDataUrl"] = c.model_data.uri
