@@ -281,8 +281,8 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
     from rich.console import Console
     from rich.markup import escape
 
+    from contract_tests import cold_start, preflight, report
     from contract_tests import console as console_report
-    from contract_tests import preflight, report
     from contract_tests.target import Target
     from emulator.errors import EngineError, ImageNotFound
 
@@ -344,13 +344,15 @@ def _run(args: argparse.Namespace, console: Console | None = None) -> int:
         checks, target, console
     )  # Ctrl-C: KeyboardInterrupt, answered by run()
 
-    console_report.print_report(results, console, checks)
+    console_report.print_report(results, console, checks, cold_start.profile_texts(target))
     properties = {"image": args.image, "image_id": image.id}
     if preflight.wanted(config):
-        properties["verdict"] = preflight.verdict(results, config)
+        judged = cold_start.judgement(target)
+        properties["verdict"] = preflight.verdict(results, config, [judged] if judged else [])
         console.print(properties["verdict"], style="bold", highlight=False, markup=False)
     if args.json:
-        report.write_json(results, args.json, checks, properties=properties)
+        extra = {"cold_start": cold_start.profile_json(target)}
+        report.write_json(results, args.json, checks, properties=properties, extra=extra)
         console.print(f"JSON report: {args.json}", highlight=False)
     if args.junit:
         report.write_junit(results, args.junit, checks, properties=properties)

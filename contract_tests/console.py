@@ -191,9 +191,10 @@ def print_report(
     results: Sequence[CheckResult],
     console: Console,
     checks: Iterable[Check] | Mapping[str, str] | None = None,
+    before_summary: Sequence[RenderableType] = (),
 ) -> None:
-    """The table of the results that need reading (none: no table), each skip reason once, the
-    summary line."""
+    """The table of the results that need reading (none: no table), each skip reason once, what
+    `before_summary` holds (the cold-start profile), the summary line."""
     shown = [r for r in results if needs_reading(r)]
     if shown:
         console.print(results_table(shown, checks))
@@ -207,6 +208,8 @@ def print_report(
             for wrapped in line.wrap(console, max(console.width - 2, 20)):  # indented, no padding
                 wrapped.rstrip()
                 console.print(Text("  ") + wrapped, soft_wrap=True)
+    for renderable in before_summary:
+        console.print(renderable)
     style = (
         "bold red"
         if exit_code(results) != EXIT_OK

@@ -138,11 +138,13 @@ def report_json(
     results: Sequence[CheckResult],
     checks: Iterable[Check] | Mapping[str, str] | None = None,
     properties: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The `--json` document (JSON_VERSION 2): `version`, `exit_code`, `summary` (the console's last
     line), `counts`, `headline_warnings` (strings, run order) and `warnings` (`{"id", "warning",
-    "headline"}`, every warning), the `properties` given (image, image id), then `results`: the list
-    version 1 was, each with `fix` added for a FAILED one."""
+    "headline"}`, every warning), the `properties` given (image, image id), the `extra` members
+    (`cold_start`: the first container's profile, or null), then `results`: the list version 1 was,
+    each with `fix` added for a FAILED one."""
     loud = headline_warnings(results)
     return {
         "version": JSON_VERSION,
@@ -156,6 +158,7 @@ def report_json(
             for w in r.warnings
         ],
         **({"properties": dict(properties)} if properties else {}),
+        **dict(extra or {}),
         "results": results_json(results, checks),
     }
 
@@ -165,8 +168,9 @@ def write_json(
     path: str | Path,
     checks: Iterable[Check] | Mapping[str, str] | None = None,
     properties: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> None:
-    document = report_json(results, checks, properties)
+    document = report_json(results, checks, properties, extra)
     Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 

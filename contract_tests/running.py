@@ -50,6 +50,8 @@ class RunningContainer:
         self.handle = handle
         self.config = config
         self.started_at = time.monotonic()
+        #: seconds the engine's create and start took (the starter sets it)
+        self.start_s = 0.0
 
     @property
     def base_url(self) -> str:

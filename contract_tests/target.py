@@ -12,6 +12,7 @@ import functools
 import logging
 import secrets
 import shutil
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from contract_tests import preflight
 from contract_tests.check_config import NO_GPU_ENV, NO_GPU_VALUE, CheckConfig
+from contract_tests.cold_start import FirstStart
 from contract_tests.multi_model import (
     MmeArtifacts,
     MmeDataProblem,
@@ -33,6 +35,7 @@ from emulator.errors import EngineError
 from emulator.interrupts import deferred
 from emulator.model import platform_env
 from emulator.model.resources import ModelDataSource
+from emulator.model_data.timings import MaterializeTimings
 from emulator.process_owner import check_labels, remove_orphaned_checks
 from emulator.runtime import labels
 from emulator.runtime.base import (
@@ -80,10 +83,15 @@ class Target:
         self._swept = False
         #: names of the containers of ended check runs that the first start() removed
         self.orphans_removed: list[str] = []
+        #: the first start's phases (contract_tests/cold_start.py makes its profile)
+        self.measured = FirstStart()
 
     @functools.cached_property
     def image(self) -> ImageConfig:
-        return self.runtime.inspect_image(self.config.image)
+        began = time.monotonic()
+        image = self.runtime.inspect_image(self.config.image)
+        self.measured.image_s = time.monotonic() - began
+        return image
 
     @functools.cached_property
     def paths(self) -> list[str]:
@@ -114,6 +122,13 @@ class Target:
 
     @functools.cached_property
     def model_data(self) -> Path | ModelDataProblem:
+        began = time.monotonic()
+        try:
+            return self._model_data()
+        finally:
+            self.measured.model_data_s = time.monotonic() - began
+
+    def _model_data(self) -> Path | ModelDataProblem:
         """The model data fetched and extracted as the emulator does (CreateModel's existence check,
         then the endpoint's download and extraction), an empty folder when there is none, or why it
         cannot be used. Evaluated once (the model-data check reports it). A multi-model image given a
@@ -139,8 +154,9 @@ class Target:
             store.check_exists(source)
         except ValidationFailed as exc:  # ModelDataNotFound among them
             return ModelDataProblem("CreateModel", exc.message, exc.message)
+        self.measured.model_data = MaterializeTimings()
         try:
-            return store.materialize(source)
+            return store.materialize(source, timings=self.measured.model_data)
         except ModelDataFailure as exc:
             return ModelDataProblem("endpoint", exc.message, exc.detail)
 
@@ -211,7 +227,9 @@ class Target:
             # A signal mid-create could let the engine create the container after the cleanup below
             # looked for it: the signal waits until the container is this run's (emulator.interrupts).
             with deferred():
+                began = time.monotonic()
                 container = RunningContainer(self.runtime, self.runtime.start(spec), self.config)
+                container.start_s = container.started_at - began
                 self._containers.append(container)
         except BaseException:  # Ctrl-C or SIGTERM mid-start: the engine may have created it already
             if not any(c.handle.name == spec.name for c in self._containers):
@@ -253,6 +271,8 @@ class Target:
                 )
             else:
                 self._shared_startup = self._shared.wait_startup()
+                self.measured.container_start_s = self._shared.start_s
+                self.measured.startup = self._shared_startup
                 if self._shared_startup.healthy:
                     for hook in AFTER_HEALTHY:
                         hook(self, self._shared)

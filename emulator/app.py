@@ -255,6 +255,7 @@ def build_app(
     app.router.add_get("/_smlocal/health", bind(admin_api.health))
     app.router.add_get("/_smlocal/endpoints/{name}/logs", bind(admin_api.endpoint_logs))
     app.router.add_get("/_smlocal/endpoints/{name}/metrics", bind(admin_api.endpoint_metrics, metrics))
+    app.router.add_get("/_smlocal/endpoints/{name}/cold-starts", bind(admin_api.endpoint_cold_starts))
     app.router.add_get("/metrics", bind(admin_api.prometheus, metrics))
     app.router.add_post("/_smlocal/shutdown", bind(admin_api.shutdown))
     app.router.add_route("*", "/{tail:.*}", fallback)

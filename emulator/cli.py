@@ -7,6 +7,7 @@ smlocal deploy --container NAME=IMAGE[,model=URL] ... [--mode serial|direct] [--
 smlocal deploy IMAGE --multi-model PREFIX [--name N]
 smlocal invoke ENDPOINT [--body TEXT | --body-file F] [--content-type T] [--container NAME] [--stream] [-o F]
 smlocal ls | logs ENDPOINT [--variant V] [--instance I] [--follow] | metrics ENDPOINT [--json]
+smlocal profile ENDPOINT [--all] [--json]   the cold start of the last instance start, phase by phase
 smlocal delete ENDPOINT | down [--state-dir D | --all]
 smlocal check IMAGE [--check ID ...] [--json F] [--junit F]   the hosting-contract checks (contract_tests)
 smlocal demo [--out PNG] [--prompt TEXT] [--gpu [--torch cuda]] [--port P] [--keep]   the SD sample end to end
@@ -27,6 +28,7 @@ from emulator import __version__
 from emulator.commands import quota as instance_quota
 from emulator.commands.client import ENDPOINT_URL_ENV
 from emulator.commands.endpoints import cmd_delete, cmd_deploy, cmd_invoke, cmd_logs, cmd_ls, cmd_metrics
+from emulator.commands.profile import cmd_profile
 from emulator.commands.server import (
     DEFAULT_STATE_DIR,
     cmd_down,
@@ -317,6 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("endpoint")
     p.add_argument("--json", action="store_true", help="print the JSON report")
     p.set_defaults(func=cmd_metrics)
+
+    p = client_cmd("profile", "the cold start of an endpoint's last instance start, phase by phase")
+    p.add_argument("endpoint")
+    p.add_argument("--all", action="store_true", help="every instance start the server measured")
+    p.add_argument("--json", action="store_true", help="print the admin route's JSON")
+    p.set_defaults(func=cmd_profile)
 
     p = client_cmd("delete", "delete an endpoint (and, unless told otherwise, its config and models)")
     p.add_argument("endpoint")

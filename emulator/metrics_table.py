@@ -157,3 +157,15 @@ def print_metrics(report: Mapping[str, Any], endpoint: str, console: Console | N
         console.print(per_container)
     if any(not p["Complete"] for p in (*report["Periods"], *report.get("ContainerPeriods", ()))):
         console.print("* period still in progress")
+    for line in cold_start_lines(report):
+        console.print(line, highlight=False, markup=False)  # wrapped to the width, as the tables are
+
+
+def cold_start_lines(report: Mapping[str, Any]) -> list[str]:
+    """One line per instance start the server measured (smlocal's `ColdStarts` member of the report):
+    the wall time and what dominated; `smlocal profile` has the phases."""
+    return [
+        f"cold start {p['VariantName']}/{p['InstanceId']}: ready after {p['WallSeconds']:.2f} s; "
+        f"{p['Summary']}"
+        for p in report.get("ColdStarts", ())
+    ]

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from emulator.config import ArchiveLimits
 from emulator.model.resources import ModelDataSource
+from emulator.model_data import timings
 from emulator.model_data.budget import CacheBudget, tree_bytes
 from emulator.model_data.extract import DIR_MODE, ArchiveRejected, ArchiveTooLarge, extract_archive
 from emulator.model_data.index import ModelIndex
@@ -106,12 +107,14 @@ class ModelCache:
 
     def extract(self, source: ModelDataSource, archive: Path, digest: str) -> Path:
         def unpack(tmp: Path) -> str:
+            started = time.monotonic()
             try:
                 result = extract_archive(archive, tmp, self.limits, self._check_deadline)
             except ArchiveTooLarge as exc:
                 raise ModelDataFailure(too_large_message(source.uri), exc.detail) from exc
             except ArchiveRejected as exc:
                 raise ModelDataFailure(extract_failed_message(source.uri), exc.detail) from exc
+            timings.current().add_extraction(result.total_bytes, time.monotonic() - started)
             log.info("extracted %s: %d files, %d bytes", source.uri, result.files, result.total_bytes)
             return digest
 
@@ -297,6 +300,8 @@ class ModelCache:
             return len(self._locks)
 
     def count(self, **increments: int) -> None:
+        if increments.get("reuses"):  # the model directory existed: the call's data was cached
+            timings.current().cached = True
         with self._guard:
             current = self._stats
             self._stats = replace(

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from emulator.model.resources import ModelDataSource
+from emulator.model_data import timings
 from emulator.model_data.cache import ModelCache
 from emulator.model_data.extract import CHUNK_BYTES, FILE_MODE
 from emulator.model_data.sources import (
@@ -53,6 +54,7 @@ class LocalFetcher:
             problem = self.dir_problem(path)
             if problem:
                 raise ModelDataFailure(download_failed_message(source.uri), problem)
+            timings.current().mounted = True
             return path.resolve()  # smlocal extension: a directory is mounted as it is
         if not stat.S_ISREG(st.st_mode):
             raise ModelDataFailure(download_failed_message(source.uri), f"{path}: not a file or directory")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from emulator.model.resources import ModelDataSource
+from emulator.model_data.timings import MaterializeTimings
 
 T = TypeVar("T")
 
@@ -21,6 +22,7 @@ class ModelDataStore(Protocol):
         timeout_s: float | None = None,
         shown_timeout_s: float | None = None,
         cancel: threading.Event | None = None,
+        timings: MaterializeTimings | None = None,
     ) -> Path: ...
 
     def materialize_into(

@@ -26,6 +26,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emulator.model.resources import ModelDataSource
+from emulator.model_data import timings
 from emulator.model_data.cache import ModelCache
 from emulator.model_data.extract import FILE_MODE
 from emulator.model_data.partial import PartialDownloads
@@ -301,6 +302,7 @@ class S3Fetcher:
             )
         os.chmod(dest, FILE_MODE)
         self.cache.count(downloads=1)
+        timings.current().add_download(written)
 
     def _watchdog(self, body: Any) -> threading.Timer | None:
         """At the deadline, shut down the socket under an S3 body, so a read that waits on a stalled

@@ -46,6 +46,7 @@ from emulator.model_data.sources import (
     locate,
     not_found_message,
 )
+from emulator.model_data.timings import MaterializeTimings, recording
 
 T = TypeVar("T")
 
@@ -143,6 +144,7 @@ class ArtifactStore:
         timeout_s: float | None = None,
         shown_timeout_s: float | None = None,
         cancel: threading.Event | None = None,
+        timings: MaterializeTimings | None = None,
     ) -> Path:
         """Return a host directory holding the model files (blocking; run it in a worker thread).
 
@@ -150,9 +152,11 @@ class ArtifactStore:
         work stops at the next chunk, nothing is published and the temporary files are removed.
         `shown_timeout_s` is the API value named in the failure (when a test scales `timeout_s`).
         `cancel`: once set, the work stops the same way (the instance it was for stopped).
+        `timings`: filled with what the call spent its time on (timings.py: the cold-start profile).
         """
         try:
-            return self._materialize(source, timeout_s, shown_timeout_s, cancel)
+            with recording(timings):
+                return self._materialize(source, timeout_s, shown_timeout_s, cancel)
         finally:
             self._cache.release_held()
 

@@ -1,4 +1,5 @@
-"""smlocal's own routes under /_smlocal/: health, logs, shutdown. Not part of any AWS API.
+"""smlocal's own routes under /_smlocal/: health, logs, metrics, cold starts, shutdown. Not part of
+any AWS API.
 
 Errors are AWS-shaped like every other answer (`__type`, `message`, x-amzn-RequestId): a bad query
 value or endpoint name is a 400 ValidationException naming it, an unknown endpoint a 404. The
@@ -14,6 +15,7 @@ import uuid
 from aiohttp import web
 
 from emulator import __version__
+from emulator.hosting.endpoints.logs import ADOPTED
 from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.monitoring.store import Metrics
 from emulator.wire.errors import plain_error
@@ -138,7 +140,30 @@ async def endpoint_metrics(request: web.Request, svc: HostingService, metrics: M
         return _bad_request(str(exc))
     if svc.endpoints.get_exact(name) is None and not metrics.series(name):
         return _not_found(f"No metrics for endpoint {name}.")
-    return web.json_response(metrics.report(name))
+    report = metrics.report(name)
+    profiles, _ = svc.cold_starts(name)
+    if profiles:  # smlocal's own member: each instance's cold start (`smlocal metrics` prints it)
+        report["ColdStarts"] = [p.to_json() for p in profiles]
+    return web.json_response(report)
+
+
+async def endpoint_cold_starts(request: web.Request, svc: HostingService) -> web.Response:
+    """The cold-start profile of every instance the server started for the endpoint (oldest first),
+    and the live instances it has none for (adopted after a restart)."""
+    try:
+        name = _endpoint_name(request)
+    except BadQuery as exc:
+        return _bad_request(str(exc))
+    profiles, missing = svc.cold_starts(name)
+    if not profiles and not missing and svc.endpoints.get_exact(name) is None:
+        return _not_found(f"No cold-start profiles for endpoint {name}.")
+    return web.json_response(
+        {
+            "EndpointName": name,
+            "Profiles": [p.to_json() for p in profiles],
+            "WithoutProfile": [{"VariantName": v, "InstanceId": i, "Reason": ADOPTED} for v, i in missing],
+        }
+    )
 
 
 async def prometheus(request: web.Request, svc: HostingService, metrics: Metrics) -> web.Response:

@@ -15,6 +15,7 @@ from emulator.config import MODEL_DATA_DOWNLOAD_TIMEOUT_S
 from emulator.errors import DeploymentFailed, EngineError, ImageNotFound, ModelDataError, first_error
 from emulator.hosting.endpoints import image_rules, persistence, rollout
 from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.fleet.cold_start import PlanSetup
 from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.plan import PlannedContainer, VariantPlan
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
@@ -29,6 +30,7 @@ from emulator.model.resources import (
     ModelDataSource,
     ProductionVariant,
 )
+from emulator.model_data.timings import MaterializeTimings
 from emulator.runtime.base import ContainerHandle, ResolvedImage
 from emulator.runtime.images import DEFAULT_BASE_IMAGE, LOCAL_BASE_IMAGE
 
@@ -37,19 +39,25 @@ log = logging.getLogger(__name__)
 
 class Deployments(ServiceBase):
     async def _plan(
-        self, endpoint_name: str, variant: ProductionVariant, model: Model | None = None
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        model: Model | None = None,
+        setup: PlanSetup | None = None,
     ) -> VariantPlan:
-        """`model`: the variant's model as deployed (a restart), else the one of that name now."""
+        """`model`: the variant's model as deployed (a restart), else the one of that name now.
+        `setup`: filled with the plan's phases (image resolution, model data) for the cold start."""
+        setup = setup or PlanSetup()
         model = model or self.models.get(variant.model_name)
         if model is None:
             raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
         for warning in image_rules.registry_warnings(model, self.account, self.config):
             self.deployer.platform_log(endpoint_name, f"{variant.variant_name}: warning: {warning}")
         if model.multi_container:
-            return await self._plan_containers(endpoint_name, variant, model)
+            return await self._plan_containers(endpoint_name, variant, model, setup)
         container = model.primary_container
-        image = await self._resolve(container.image)
-        await self._check_architecture(variant, container.image, image)
+        image = await self._resolve(container.image, setup)
+        await self._check_architecture(variant, container.image, image, setup)
         if model.multi_model:  # models are fetched on demand (hosting/multi_model), not here
             config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
             if config.labels.get(MULTI_MODELS_LABEL) != "true":
@@ -61,19 +69,21 @@ class Deployments(ServiceBase):
             if size > limit:
                 raise DeploymentFailed(messages.serverless_image_too_large(container.image, size, limit))
         deadline = self._download_deadline(variant)
-        model_dir = await self._model_dir(endpoint_name, variant, container, deadline)
-        channels = await self._channel_dirs(endpoint_name, variant, container, deadline)
+        model_dir = await self._model_dir(endpoint_name, variant, container, deadline, setup)
+        channels = await self._channel_dirs(endpoint_name, variant, container, deadline, setup)
         return VariantPlan(endpoint_name, variant, model, image, model_dir, channel_dirs=channels)
 
     async def _plan_containers(
-        self, endpoint_name: str, variant: ProductionVariant, model: Model
+        self, endpoint_name: str, variant: ProductionVariant, model: Model, setup: PlanSetup
     ) -> VariantPlan:
         """Every container's image (which must accept SAGEMAKER_BIND_TO_PORT: the label) and model
         data, its ports, and the image of the instance's network container."""
-        images = [await self._resolve(c.image) for c in model.all_containers]
+        images = [await self._resolve(c.image, setup) for c in model.all_containers]
         unlabelled = []
         for c, image in zip(model.all_containers, images, strict=True):
+            began = time.monotonic()
             config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
+            setup.add_image(config.size_bytes, time.monotonic() - began)
             image_rules.check_architecture(variant, c.image, config)
             if config.labels.get(ACCEPT_BIND_TO_PORT_LABEL) != "true":
                 unlabelled.append(messages.missing_bind_to_port_label(c.image))
@@ -84,8 +94,8 @@ class Deployments(ServiceBase):
         for i, (c, hostname, image) in enumerate(
             zip(model.all_containers, model.hostnames(), images, strict=True)
         ):
-            model_dir = await self._model_dir(endpoint_name, variant, c, deadline)
-            channels = await self._channel_dirs(endpoint_name, variant, c, deadline)
+            model_dir = await self._model_dir(endpoint_name, variant, c, deadline, setup)
+            channels = await self._channel_dirs(endpoint_name, variant, c, deadline, setup)
             ports = platform_env.multi_container_ports(i)
             planned.append(PlannedContainer(hostname, c, image, model_dir, ports, channels))
         network_image = await self._network_image()
@@ -106,16 +116,27 @@ class Deployments(ServiceBase):
             f"({DEFAULT_BASE_IMAGE} or {LOCAL_BASE_IMAGE}): run `smlocal setup`."
         )
 
-    async def _check_architecture(self, variant: ProductionVariant, name: str, image: ResolvedImage) -> None:
-        """The image's architecture against the variant's instance type, before anything starts."""
+    async def _check_architecture(
+        self, variant: ProductionVariant, name: str, image: ResolvedImage, setup: PlanSetup | None = None
+    ) -> None:
+        """The image's architecture against the variant's instance type, before anything starts;
+        `setup` gets the inspect's seconds and the image's size (the cold-start profile's)."""
+        began = time.monotonic()
         config = await self.executors.engine(self.runtime.inspect_image, image.image_id)
+        if setup is not None:
+            setup.add_image(config.size_bytes, time.monotonic() - began)
         image_rules.check_architecture(variant, name, config)
 
-    async def _resolve(self, image: str) -> ResolvedImage:
+    async def _resolve(self, image: str, setup: PlanSetup | None = None) -> ResolvedImage:
+        """The image on the engine; `setup` gets the seconds (image resolution, for the cold start)."""
+        began = time.monotonic()
         try:
-            return await self.executors.engine(self.runtime.resolve_image, image)
+            resolved = await self.executors.engine(self.runtime.resolve_image, image)
         except ImageNotFound as exc:
             raise DeploymentFailed(messages.image_not_found(image)) from exc
+        if setup is not None:
+            setup.add_image(None, time.monotonic() - began)
+        return resolved
 
     def _download_deadline(self, variant: ProductionVariant) -> float:
         """When the variant's ModelDataDownloadTimeoutInSeconds runs out: one budget for all its
@@ -129,12 +150,13 @@ class Deployments(ServiceBase):
         variant: ProductionVariant,
         container: ContainerDefinition,
         deadline: float,
+        setup: PlanSetup | None = None,
     ) -> Path:
         # Without model data the container still gets a read-only /opt/ml/model (empty), as the
         # contract tester runs it, so a server that writes there fails here too.
         if container.model_data is None:
             return self._empty_model_dir()
-        return await self._materialize(endpoint_name, variant, container.model_data, deadline)
+        return await self._materialize(endpoint_name, variant, container.model_data, deadline, setup)
 
     async def _channel_dirs(
         self,
@@ -142,22 +164,38 @@ class Deployments(ServiceBase):
         variant: ProductionVariant,
         container: ContainerDefinition,
         deadline: float,
+        setup: PlanSetup | None = None,
     ) -> tuple[tuple[Path, str], ...]:
         """Each AdditionalModelDataSources channel, materialized through the same cache as the
         model data, and where it is mounted (read-only)."""
         channels = []
         for a in container.additional_model_data:
-            host_dir = await self._materialize(endpoint_name, variant, a.source, deadline)
+            host_dir = await self._materialize(endpoint_name, variant, a.source, deadline, setup)
             channels.append((host_dir, a.mount_path))
         return tuple(channels)
 
     async def _materialize(
-        self, endpoint_name: str, variant: ProductionVariant, source: ModelDataSource, deadline: float
+        self,
+        endpoint_name: str,
+        variant: ProductionVariant,
+        source: ModelDataSource,
+        deadline: float,
+        setup: PlanSetup | None = None,
     ) -> Path:
+        """One source through the cache, within the variant's deadline; its timings join `setup`'s
+        model data phase (every container's data and channels together)."""
         shown_s = float(variant.model_data_download_timeout_s or MODEL_DATA_DOWNLOAD_TIMEOUT_S)
+        setup = setup or PlanSetup()
+        timings = setup.model_data = setup.model_data or MaterializeTimings()
+        setup.model_data_budget_s = shown_s
         try:
             return await self.executors.model_data(
-                self.artifacts.materialize, source, max(0.0, deadline - time.monotonic()), shown_s
+                self.artifacts.materialize,
+                source,
+                max(0.0, deadline - time.monotonic()),
+                shown_s,
+                None,
+                timings,
             )
         except ModelDataError as exc:
             detail = getattr(exc, "detail", None)
@@ -232,15 +270,16 @@ class Deployments(ServiceBase):
     ) -> VariantFleet:
         """Start the variant (adopting the matching ones of `adopt`). Every container of `adopt` is
         owned from here on: kept in the fleet, or stopped (not matching, or the launch failed)."""
+        setup = PlanSetup()  # the deploy's start: the instances' cold starts begin here
         try:
-            plan = await self._plan(endpoint_name, variant, model)
+            plan = await self._plan(endpoint_name, variant, model, setup)
         except BaseException:
             await asyncio.shield(self._stop_handles(adopt))
             raise
         keep = self.deployer.matching_instances(plan, adopt)[: variant.initial_instance_count]
         kept = {h.id for group in keep for h in group}
         await self._stop_handles([h for h in adopt if h.id not in kept])
-        return await self.deployer.launch_variant(plan, adopt=keep)  # stops `keep` if it fails
+        return await self.deployer.launch_variant(plan, keep, setup)  # stops `keep` if it fails
 
     async def _stop_handles(self, handles: Sequence[ContainerHandle]) -> None:
         grace = self.config.limits.stop_grace_s

@@ -257,6 +257,8 @@ class Invocations(ServiceBase):
             try:
                 result = await call(instance)
                 held = hold
+                if instance.first_call is not None:  # the cold-start profile's first invocation
+                    instance.first_call()
             except ModelUnreachable as exc:
                 # Refused, or a new connection dropped unanswered (exc.suspect; the invoker already
                 # retried a stale pooled one): the instance looks gone. Take it out of rotation now,

@@ -8,6 +8,10 @@ import asyncio
 
 from emulator.hosting.endpoints.base import ServiceBase
 from emulator.hosting.fleet.log_follow import LogFollow, selector
+from emulator.model.cold_start import ColdStartProfile
+
+#: why a live instance has no cold-start profile [U]
+ADOPTED = "adopted after a restart of smlocal: its start was not measured by this server"
 
 
 class EndpointLogs(ServiceBase):
@@ -39,3 +43,16 @@ class EndpointLogs(ServiceBase):
     ) -> LogFollow | None:
         """The live containers' logs of an endpoint, followed; None when none is running."""
         return await LogFollow.open(self.runtime, selector(self.owner, endpoint_name, variant, instance))
+
+    def cold_starts(self, endpoint_name: str) -> tuple[list[ColdStartProfile], list[tuple[str, str]]]:
+        """The endpoint's cold-start profiles since the server started (oldest first), and its live
+        instances without one, as (variant, instance id): adopted after a restart."""
+        profiles = self.deployer.cold_starts.profiles(endpoint_name)
+        fleet = self._fleets.get(endpoint_name)
+        measured = {p.instance_id for p in profiles}
+        missing = [
+            (i.variant_name, i.instance_id)
+            for i in (fleet.all_instances() if fleet is not None else [])
+            if i.instance_id not in measured
+        ]
+        return profiles, missing

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping, Sequence
 
 from emulator.hosting.endpoints.deployments import Deployments
-from emulator.hosting.fleet.deployer import group_by_variant
 from emulator.hosting.multi_model import folders
 from emulator.model import messages
 from emulator.model.resources import EndpointStatus
@@ -85,3 +85,13 @@ class Reconciliation(Deployments):
 def _instances(handles: list[ContainerHandle]) -> set[tuple[str, str]]:
     """(endpoint, instance id) of each container's instance."""
     return {(h.labels.get(labels.ENDPOINT, ""), h.labels.get(labels.INSTANCE, "")) for h in handles}
+
+
+def group_by_variant(
+    handles: Sequence[ContainerHandle], endpoint: str
+) -> Mapping[str, list[ContainerHandle]]:
+    grouped: dict[str, list[ContainerHandle]] = {}
+    for h in handles:
+        if h.labels.get(labels.ENDPOINT) == endpoint:
+            grouped.setdefault(h.labels.get(labels.VARIANT, ""), []).append(h)
+    return grouped

@@ -12,7 +12,8 @@ import functools
 import logging
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from emulator.config import ServerConfig
 from emulator.errors import first_error
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet import logs, multi_container
+from emulator.hosting.fleet.cold_start import ColdStarts, InstanceClock, PlanSetup
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.startup import InstanceStartup
 from emulator.hosting.fleet.variants import Instance, InstanceContainer, VariantFleet, new_instance_id
@@ -54,6 +56,8 @@ class Deployer:
         self.executors = executors or Executors()
         self._ping_session = ping_session
         self._owner = labels.owner_id(config.state_dir)
+        #: every instance start's profile (fleet/cold_start.py)
+        self.cold_starts = ColdStarts(config.logs_dir)
 
     @property
     def owner(self) -> str:
@@ -198,7 +202,15 @@ class Deployer:
             raise failed[0]
         return self._attach_containers(plan, instance_id, network, started)
 
-    async def start_instance(self, plan: VariantPlan) -> Instance:
+    async def start_instance(self, plan: VariantPlan, setup: PlanSetup | None = None) -> Instance:
+        """`setup`: the plan's phases when this launch made the plan (else PlanSetup.for_later)."""
+        setup = setup or PlanSetup.for_later(plan)
+        began = time.monotonic()
+        instance = await self._start_instance(plan)
+        instance.clock = InstanceClock(setup, began, time.monotonic())
+        return instance
+
+    async def _start_instance(self, plan: VariantPlan) -> Instance:
         instance_id = new_instance_id()
         if plan.containers:
             instance = await self._start_containers(plan, instance_id)
@@ -267,11 +279,13 @@ class Deployer:
         await self._start_healthy_into(plan, count, instances)
         return instances
 
-    async def _start_healthy_into(self, plan: VariantPlan, count: int, instances: list[Instance]) -> None:
+    async def _start_healthy_into(
+        self, plan: VariantPlan, count: int, instances: list[Instance], setup: PlanSetup | None = None
+    ) -> None:
         """Start `count` more instances into `instances` and wait until all of `instances` (those
         given too) are healthy; on any failure (or cancellation) stop every one of them and raise."""
         try:
-            await self._start_into(plan, count, instances)
+            await self._start_into(plan, count, instances, setup)
             async with asyncio.TaskGroup() as group:
                 for instance in instances:
                     group.create_task(self.wait_healthy(plan, instance))
@@ -281,13 +295,15 @@ class Deployer:
                 raise first_error(exc) from None
             raise
 
-    async def _start_into(self, plan: VariantPlan, count: int, instances: list[Instance]) -> None:
+    async def _start_into(
+        self, plan: VariantPlan, count: int, instances: list[Instance], setup: PlanSetup | None
+    ) -> None:
         """Start `count` containers of the plan at once, appending each to `instances` as it starts.
         The engine call runs in a thread that cancellation cannot stop: a cancelled start waits for
         it, so the container it creates is known (and stopped by the caller) rather than orphaned."""
 
         async def start_one() -> None:
-            starting = asyncio.ensure_future(self.start_instance(plan))
+            starting = asyncio.ensure_future(self.start_instance(plan, setup))
             try:
                 instances.append(await asyncio.shield(starting))
             except asyncio.CancelledError:
@@ -307,12 +323,16 @@ class Deployer:
         logs.platform_log(self._config.logs_dir, endpoint_name, line)
 
     async def launch_variant(
-        self, plan: VariantPlan, adopt: Sequence[Sequence[ContainerHandle]] = ()
+        self,
+        plan: VariantPlan,
+        adopt: Sequence[Sequence[ContainerHandle]] = (),
+        setup: PlanSetup | None = None,
     ) -> VariantFleet:
         """Start (or adopt: matching_instances) the variant's instances and wait until every one is
-        healthy."""
+        healthy. `setup`: the plan's measured phases (the instances' cold-start profiles)."""
         instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
-        await self._start_healthy_into(plan, plan.variant.initial_instance_count - len(instances), instances)
+        count = plan.variant.initial_instance_count - len(instances)
+        await self._start_healthy_into(plan, count, instances, setup)
         return self.fleet_of(plan, instances)
 
     def fleet_of(self, plan: VariantPlan, instances: list[Instance]) -> VariantFleet:
@@ -383,13 +403,3 @@ def _serverless_limits(variant: ProductionVariant) -> dict[str, Any]:
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
     if not loop.is_closed():
         loop.call_soon_threadsafe(callback)
-
-
-def group_by_variant(
-    handles: Sequence[ContainerHandle], endpoint: str
-) -> Mapping[str, list[ContainerHandle]]:
-    grouped: dict[str, list[ContainerHandle]] = {}
-    for h in handles:
-        if h.labels.get(labels.ENDPOINT) == endpoint:
-            grouped.setdefault(h.labels.get(labels.VARIANT, ""), []).append(h)
-    return grouped

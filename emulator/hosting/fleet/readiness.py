@@ -30,6 +30,14 @@ class Readiness:
     elapsed_s: float
     attempts: int
     last_observation: str
+    #: monotonic times: the wait's start, and the first HTTP answer of any status (the first TCP
+    #: connect that was answered: a published port accepts TCP with nothing listening); None: none
+    started: float = 0.0
+    first_answer: float | None = None
+
+    @property
+    def ended(self) -> float:
+        return self.started + self.elapsed_s
 
     @property
     def http_answered(self) -> bool:
@@ -86,12 +94,14 @@ async def wait_until_healthy(
     deadline = started + policy.deadline_s
     attempts = 0
     observation = _NO_ATTEMPT
+    first_answer: float | None = None
     while True:
         if exited.is_set():
-            return Readiness(Outcome.EXITED, time.monotonic() - started, attempts, "container exited")
+            elapsed = time.monotonic() - started
+            return Readiness(Outcome.EXITED, elapsed, attempts, "container exited", started, first_answer)
         now = time.monotonic()
         if now >= deadline:
-            return Readiness(Outcome.TIMED_OUT, now - started, attempts, observation)
+            return Readiness(Outcome.TIMED_OUT, now - started, attempts, observation, started, first_answer)
         attempts += 1
         attempt_timeout_s = min(policy.attempt_timeout_s, deadline - now)
         attempt = asyncio.ensure_future(ping_once(session, url, attempt_timeout_s))
@@ -102,8 +112,12 @@ async def wait_until_healthy(
             continue  # exited: reported at the top of the loop
         exit_wait.cancel()
         result = attempt.result()
+        answered_at = time.monotonic()
+        if first_answer is None and answered(result):
+            first_answer = answered_at
         if result is None:
-            return Readiness(Outcome.HEALTHY, time.monotonic() - started, attempts, f"{_ANSWERED} 200")
+            elapsed = answered_at - started
+            return Readiness(Outcome.HEALTHY, elapsed, attempts, f"{_ANSWERED} 200", started, first_answer)
         if observation == _NO_ATTEMPT or not (
             _cut_short(attempt_timeout_s, policy) and result == _no_answer(attempt_timeout_s)
         ):

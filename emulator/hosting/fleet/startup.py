@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Protocol
 
 import aiohttp
@@ -14,8 +15,16 @@ import aiohttp
 from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed
 from emulator.hosting.executors import Executors
+from emulator.hosting.fleet.cold_start import ColdStarts
 from emulator.hosting.fleet.plan import VariantPlan
-from emulator.hosting.fleet.readiness import Outcome, PingPolicy, answered, ping_once, wait_until_healthy
+from emulator.hosting.fleet.readiness import (
+    Outcome,
+    PingPolicy,
+    Readiness,
+    answered,
+    ping_once,
+    wait_until_healthy,
+)
 from emulator.hosting.fleet.variants import Instance
 from emulator.model import messages, platform_env
 from emulator.runtime.base import ContainerRuntime
@@ -29,6 +38,7 @@ class StartingFleet(Protocol):
     """What the check needs of the deployer that started the instance."""
 
     executors: Executors
+    cold_starts: ColdStarts
 
     @property
     def config(self) -> ServerConfig: ...
@@ -56,7 +66,8 @@ class InstanceStartup:
             deadline, self._deployer.config.limits.ping_timeout_s, self._deployer.config.ping_interval_s
         )
         if instance.containers:
-            await self._wait_containers_healthy(plan, instance, policy)
+            results = await self._wait_containers_healthy(plan, instance, policy)
+            self._cold_started(plan, instance, results, deadline)
             return
         if instance.handle.host_port == 0:
             instance.exited.set()  # the engine published no port: the container is already gone
@@ -74,6 +85,7 @@ class InstanceStartup:
                     readiness.elapsed_s,
                     readiness.attempts,
                 )
+                self._cold_started(plan, instance, [readiness], deadline)
                 return
         if readiness is None or readiness.outcome is Outcome.EXITED:
             state = await self._deployer.executors.engine(self._deployer.runtime.state, instance.handle.id)
@@ -94,9 +106,32 @@ class InstanceStartup:
         )
         raise DeploymentFailed(messages.ping_health_check_failed(variant.variant_name))
 
+    def _cold_started(
+        self, plan: VariantPlan, instance: Instance, results: list[Readiness], budget_s: float
+    ) -> None:
+        """The instance's cold-start profile (every container healthy: the last one's times), and
+        its first invocation armed (Instance.first_call)."""
+        clock = instance.clock
+        if clock is None:
+            return
+        answers = [r.first_answer for r in results if r.first_answer is not None]
+        healthy = max(r.ended for r in results)
+        endpoint, iid = plan.endpoint_name, instance.instance_id
+        profile = clock.profile(
+            endpoint, plan.variant.variant_name, iid, max(answers, default=None), healthy, budget_s
+        )
+        cold_starts = self._deployer.cold_starts
+        cold_starts.record(profile)
+
+        def first_call() -> None:
+            instance.first_call = None
+            cold_starts.first_invocation(endpoint, iid, time.monotonic() - healthy)
+
+        instance.first_call = first_call
+
     async def _wait_containers_healthy(
         self, plan: VariantPlan, instance: Instance, policy: PingPolicy
-    ) -> None:
+    ) -> list[Readiness]:
         """Healthy when every container's /ping answers 200; else the endpoint's FailureReason
         names the container that exited, or every container that did not pass its pings."""
         variant = plan.variant.variant_name
@@ -116,7 +151,7 @@ class InstanceStartup:
                 instance.instance_id,
                 len(results),
             )
-            return
+            return [r for r in results if r is not None]
         where = f"{variant}/{instance.instance_id}"
         for c in instance.containers:
             state = await self._deployer.executors.engine(self._deployer.runtime.state, c.handle.id)

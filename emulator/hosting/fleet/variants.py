@@ -12,6 +12,7 @@ from pathlib import Path
 
 from yarl import URL
 
+from emulator.hosting.fleet.cold_start import InstanceClock
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.model.resources import DeployedImage, ProductionVariant, VariantStatus, VariantSummary
 from emulator.model.routing import InstancePicker, WeightedChoice
@@ -67,6 +68,11 @@ class Instance(_Reached):
     #: awaited when the instance stops, before its container and folder go (a multi-model
     #: instance's loads are cancelled there)
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    #: the start's clock (fleet/cold_start.py; None: adopted after a restart)
+    clock: InstanceClock | None = None
+    #: called once, when the instance's first invocation completes (then None): the invoke path's
+    #: one attribute check for the cold-start profile
+    first_call: Callable[[], None] | None = None
 
     @property
     def base_urls(self) -> tuple[str, ...]:
