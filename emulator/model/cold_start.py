@@ -52,6 +52,10 @@ ADVICE: Mapping[str, str] = {
     PING: "/ping says not ready this long: the model loads after the server listens",
     OTHER: "smlocal's own work between the phases",
 }
+#: the download's advice when nothing was extracted (CompressionType None): compressing is no remedy
+UNCOMPRESSED_DOWNLOAD_ADVICE = (
+    "the data is already uncompressed: a smaller artifact (fewer or quantized weights) is what shortens it"
+)
 #: a start quicker than this gets no advice, whatever dominates it [U]
 QUICK_START_S = 2.0
 QUICK = "a quick start: nothing to act on"
@@ -173,7 +177,12 @@ class ColdStartProfile:
             text += f": {detail}"
         if self.wall_s < QUICK_START_S:
             return f"{text}; {QUICK}"
+        if top.name == DOWNLOAD and top.bytes and not self._seconds_of(EXTRACTION):
+            return f"{text}; {UNCOMPRESSED_DOWNLOAD_ADVICE}"
         return f"{text}; {ADVICE[top.name]}" if top.name in ADVICE else text
+
+    def _seconds_of(self, name: str) -> float:
+        return sum(p.seconds for p in self.phases if p.name == name)
 
     @property
     def health_used_s(self) -> float:

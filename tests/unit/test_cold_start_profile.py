@@ -59,6 +59,12 @@ def test_dominance_text_names_share_bytes_rate_and_advice() -> None:
     )
 
 
+def test_an_uncompressed_download_is_not_told_to_go_uncompressed() -> None:
+    text = _profile(**{cs.EXTRACTION: 0.0}).dominance_text()
+    assert text.endswith("; " + cs.UNCOMPRESSED_DOWNLOAD_ADVICE)
+    assert "consider uncompressed" not in text
+
+
 def test_another_phase_dominating_gets_its_own_advice() -> None:
     profile = _profile(**{cs.DOWNLOAD: 1.0, cs.ACCEPT: 70.0})
     assert profile.dominance_text().startswith("first TCP accept 74 % of 94 s; the server takes")
