@@ -1,0 +1,165 @@
+"""The instance a container really gets, end to end: real containers (the echo image), unchanged
+boto3, the real server. A model that touches 4.5 GiB is killed on ml.c5.large (4 GiB) with the
+FailureReason and the endpoint log's line, runs on ml.m5.large (8 GiB), and runs on ml.c5.large with
+the limits off (`--no-instance-limits`, or the model's tag smlocal:instance-limits=off); a serving
+container killed for memory leaves rotation and is replaced. Each big allocation lives only while its
+test's endpoint does (the machine's memory is shared)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import docker
+import httpx
+import pytest
+from botocore.exceptions import ClientError
+
+from emulator.config import ContractLimits
+from emulator.runtime import labels
+from emulator.runtime.labels import owner_id
+from tests.fixtures.smlocal_server import Smlocal, error_of, start_smlocal
+
+pytestmark = pytest.mark.docker
+
+GIB = 2**30
+#: Touching 4.5 GiB takes this machine 10-20 s (2 shared cores): the startup and invocation limits
+#: leave room for it.
+LIMITS = ContractLimits(startup_timeout_s=90.0, invocation_timeout_s=90.0, stop_grace_s=2.0)
+#: More than ml.c5.large's 4 GiB, less than ml.m5.large's 8 GiB.
+BIG_MODEL = {"ALLOC_AT_START_MIB": "4608"}
+KILLED_AT_START = (
+    "CannotStartContainerError. Please ensure the model container for variant AllTraffic starts "
+    "correctly when invoked with 'docker run <image> serve'. The container was killed: out of memory "
+    "at 4 GiB (ml.c5.large has 4 GiB)"
+)
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory, echo_image: str) -> Iterator[Smlocal]:
+    env = start_smlocal(tmp_path_factory.mktemp("limits-on"), echo_image, limits=LIMITS)
+    try:
+        yield env
+    finally:
+        env.server.stop()
+
+
+@pytest.fixture(scope="module")
+def unlimited(tmp_path_factory: pytest.TempPathFactory, echo_image: str) -> Iterator[Smlocal]:
+    env = start_smlocal(
+        tmp_path_factory.mktemp("limits-off"), echo_image, limits=LIMITS, instance_limits=False
+    )
+    try:
+        yield env
+    finally:
+        env.server.stop()
+
+
+def deploy(
+    env: Smlocal,
+    name: str,
+    instance_type: str,
+    environment: dict[str, str],
+    tags: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    env.sm.create_model(
+        ModelName=name, PrimaryContainer={"Image": env.image, "Environment": environment}, Tags=tags or []
+    )
+    env.sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": instance_type,
+            }
+        ],
+    )
+    env.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    return env.wait(name, timeout_s=120.0)
+
+
+def endpoint_log(env: Smlocal, name: str) -> str:
+    return httpx.get(f"{env.server.url}/_smlocal/endpoints/{name}/logs", timeout=10).text
+
+
+def running(env: Smlocal, name: str) -> list[Any]:
+    """This server's running containers of one endpoint (never another server's)."""
+    wanted = [f"{labels.ENDPOINT}={name}", f"{labels.OWNER}={owner_id(env.state_dir)}"]
+    return list(docker.from_env().containers.list(filters={"label": wanted}))
+
+
+def test_a_model_bigger_than_the_instance_is_killed_and_the_endpoint_fails(limited: Smlocal) -> None:
+    started = time.monotonic()
+    try:
+        described = deploy(limited, "oom-c5", "ml.c5.large", BIG_MODEL)
+        elapsed = time.monotonic() - started
+        assert described["EndpointStatus"] == "Failed"
+        assert described["FailureReason"] == KILLED_AT_START
+        log = endpoint_log(limited, "oom-c5")
+        assert re.search(
+            r"AllTraffic/[\w-]+: killed by the engine: out of memory at 4 GiB \(ml\.c5\.large has 4 GiB\)",
+            log,
+        ), log
+        print(f"\nkilled for memory -> Failed in {elapsed:.1f} s")
+    finally:
+        limited.cleanup("oom-c5")
+
+
+def test_the_same_model_runs_on_the_larger_type_with_its_limits(limited: Smlocal) -> None:
+    try:
+        assert deploy(limited, "fits-m5", "ml.m5.large", BIG_MODEL)["EndpointStatus"] == "InService"
+        (container,) = running(limited, "fits-m5")
+        host = container.attrs["HostConfig"]
+        assert host["Memory"] == 8 * GIB and host["MemorySwap"] == 8 * GIB  # no swap beyond it
+        assert host["NanoCpus"] == 2_000_000_000  # 2 vCPUs (the machine has 2 cores or more)
+        assert host["DeviceRequests"] is None
+        answer = limited.rt.invoke_endpoint(EndpointName="fits-m5", Body=b"x")
+        assert answer["Body"].read() == b"x"
+    finally:
+        limited.cleanup("fits-m5")
+
+
+def test_limits_off_for_the_server_runs_it_on_the_small_type(unlimited: Smlocal) -> None:
+    try:
+        assert deploy(unlimited, "off-c5", "ml.c5.large", BIG_MODEL)["EndpointStatus"] == "InService"
+        (container,) = running(unlimited, "off-c5")
+        assert container.attrs["HostConfig"]["Memory"] == 0 and container.attrs["HostConfig"]["NanoCpus"] == 0
+    finally:
+        unlimited.cleanup("off-c5")
+
+
+def test_limits_off_for_one_model_by_its_tag(limited: Smlocal) -> None:
+    tags = [{"Key": "smlocal:instance-limits", "Value": "off"}]
+    try:
+        assert deploy(limited, "tag-c5", "ml.c5.large", BIG_MODEL, tags)["EndpointStatus"] == "InService"
+        (container,) = running(limited, "tag-c5")
+        assert container.attrs["HostConfig"]["Memory"] == 0
+    finally:
+        limited.cleanup("tag-c5")
+
+
+def test_a_serving_container_killed_for_memory_is_replaced(limited: Smlocal) -> None:
+    try:
+        assert deploy(limited, "serve-oom", "ml.c5.large", {})["EndpointStatus"] == "InService"
+        (first,) = running(limited, "serve-oom")
+        assert first.attrs["HostConfig"]["Memory"] == 4 * GIB
+        with pytest.raises(ClientError) as exc:
+            limited.rt.invoke_endpoint(EndpointName="serve-oom", Body=b"x", CustomAttributes="alloc=4608")
+        code, status, _ = error_of(exc)
+        assert (code, status) == ("ModelError", 424)
+        deadline = time.monotonic() + 120
+        pattern = (
+            r"AllTraffic/[\w-]+ refused or dropped a connection and was killed by the engine: out of memory "
+            r"at 4 GiB \(ml\.c5\.large has 4 GiB\); replacing it"
+        )
+        while not re.search(pattern, log := endpoint_log(limited, "serve-oom")) or "replaced" not in log:
+            assert time.monotonic() < deadline, log
+            time.sleep(0.1)
+        assert limited.sm.describe_endpoint(EndpointName="serve-oom")["EndpointStatus"] == "InService"
+        assert limited.rt.invoke_endpoint(EndpointName="serve-oom", Body=b"again")["Body"].read() == b"again"
+    finally:
+        limited.cleanup("serve-oom")
