@@ -163,3 +163,49 @@ def test_a_serving_container_killed_for_memory_is_replaced(limited: Smlocal) -> 
         assert limited.rt.invoke_endpoint(EndpointName="serve-oom", Body=b"again")["Body"].read() == b"again"
     finally:
         limited.cleanup("serve-oom")
+
+
+def test_each_container_of_an_instance_gets_its_limit_and_one_killed_fails_it(
+    limited: Smlocal, echo_bind_image: str
+) -> None:
+    """Direct: two model containers on one ml.c5.large instance, each with the instance's 4 GiB [U];
+    the one that touches 4.5 GiB is killed and the endpoint fails naming it."""
+    name = "mc-oom"
+    limited.sm.create_model(
+        ModelName=name,
+        Containers=[
+            {"Image": echo_bind_image, "ContainerHostname": "small"},
+            {"Image": echo_bind_image, "ContainerHostname": "big", "Environment": BIG_MODEL},
+        ],
+        InferenceExecutionConfig={"Mode": "Direct"},
+    )
+    limited.sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.c5.large",
+            }
+        ],
+    )
+    try:
+        limited.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+        deadline = time.monotonic() + 60
+        while (
+            len(models := [c for c in running(limited, name) if c.labels.get(labels.ROLE) == "endpoint"]) < 2
+        ):
+            assert time.monotonic() < deadline, "the model containers did not start"
+            time.sleep(0.05)
+        assert [c.attrs["HostConfig"]["Memory"] for c in models] == [4 * GIB, 4 * GIB]
+        described = limited.wait(name, timeout_s=120.0)
+        assert described["EndpointStatus"] == "Failed"
+        assert described["FailureReason"] == KILLED_AT_START
+        log = endpoint_log(limited, name)
+        assert re.search(
+            r"AllTraffic/[\w-]+: big: killed by the engine: out of memory at 4 GiB \(ml\.c5\.large has 4 GiB\)",
+            log,
+        ), log
+    finally:
+        limited.cleanup(name)
