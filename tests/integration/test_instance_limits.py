@@ -149,8 +149,18 @@ def test_a_serving_container_killed_for_memory_is_replaced(limited: Smlocal) -> 
         assert first.attrs["HostConfig"]["Memory"] == 4 * GIB
         with pytest.raises(ClientError) as exc:
             limited.rt.invoke_endpoint(EndpointName="serve-oom", Body=b"x", CustomAttributes="alloc=4608")
-        code, status, _ = error_of(exc)
+        code, status, message = error_of(exc)
         assert (code, status) == ("ModelError", 424)
+        # the kernel's kill closes the connection mid-call: a ModelError that says so (the answer is
+        # the dropped connection's; the reason is in the endpoint's log, below)
+        assert re.fullmatch(
+            r'Received server error \(0\) from primary with message "Container primary closed the connection '
+            r"before sending an HTTP status line: its server may have died or nothing listens on port 8080 "
+            r'\(\w+: [^)]*\)\."\. See https://us-east-1\.console\.aws\.amazon\.com/cloudwatch/home\?'
+            r"region=us-east-1#logEventViewer:group=/aws/sagemaker/Endpoints/serve-oom in account "
+            r"123456789012 for more information\.",
+            message,
+        ), message
         deadline = time.monotonic() + 120
         pattern = (
             r"AllTraffic/[\w-]+ refused or dropped a connection and was killed by the engine: out of memory "
@@ -209,3 +219,40 @@ def test_each_container_of_an_instance_gets_its_limit_and_one_killed_fails_it(
         ), log
     finally:
         limited.cleanup(name)
+
+
+def test_a_type_bigger_than_the_machine_runs_with_the_machine_and_says_so_once(limited: Smlocal) -> None:
+    host_bytes = int(docker.from_env().info()["MemTotal"])
+    if host_bytes >= 768 * GIB:
+        pytest.skip("this machine has an ml.r5.24xlarge's memory")
+    try:
+        assert deploy(limited, "big-r5", "ml.r5.24xlarge", {})["EndpointStatus"] == "InService"
+        (container,) = running(limited, "big-r5")
+        assert container.attrs["HostConfig"]["Memory"] == host_bytes  # capped at the machine's
+        log = endpoint_log(limited, "big-r5")
+        host_gib = f"{host_bytes / GIB:.3g}"
+        warning = (
+            f"AllTraffic: warning: ml.r5.24xlarge has 768 GiB of memory, this machine {host_gib} GiB: its "
+            f"containers run with {host_gib} GiB"
+        )
+        assert log.count(warning) == 1, log
+    finally:
+        limited.cleanup("big-r5")
+
+
+def test_a_gpu_type_without_the_nvidia_runtime_runs_on_cpu_and_says_so(limited: Smlocal) -> None:
+    if "nvidia" in (docker.from_env().info().get("Runtimes") or {}):
+        pytest.skip("this engine has the NVIDIA runtime (the device request is unit-tested)")
+    try:
+        assert deploy(limited, "gpu-g5", "ml.g5.xlarge", {})["EndpointStatus"] == "InService"
+        (container,) = running(limited, "gpu-g5")
+        assert container.attrs["HostConfig"]["DeviceRequests"] is None
+        assert container.attrs["HostConfig"]["Memory"] == 16 * GIB
+        log = endpoint_log(limited, "gpu-g5")
+        warning = (
+            "AllTraffic: warning: ml.g5.xlarge has 1 NVIDIA A10G, but the Docker engine has no NVIDIA "
+            "runtime: its containers run without GPUs"
+        )
+        assert log.count(warning) == 1, log
+    finally:
+        limited.cleanup("gpu-g5")
