@@ -339,21 +339,11 @@ class Deployer:
     ) -> VariantFleet:
         """Start (or adopt: matching_instances) the variant's instances and wait until every one is
         healthy. `setup`: the plan's measured phases (the instances' cold-start profiles)."""
-        await self._warn_limits(plan)
+        instance_limits.warn(self._config, plan, await self.host_resources())
         instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
         count = plan.variant.initial_instance_count - len(instances)
         await self._start_healthy_into(plan, count, instances, setup)
         return self.fleet_of(plan, instances)
-
-    async def _warn_limits(self, plan: VariantPlan) -> None:
-        """Once per deploy: what the machine cannot give the variant's instance type (it runs with
-        what there is), and a limits tag that is not understood."""
-        host = await self.host_resources()
-        for warning in instance_limits.plan_warnings(self._config, plan, host):
-            log.warning("%s/%s: %s", plan.endpoint_name, plan.variant.variant_name, warning)
-            logs.platform_log(
-                self._config.logs_dir, plan.endpoint_name, f"{plan.variant.variant_name}: {warning}"
-            )
 
     def fleet_of(self, plan: VariantPlan, instances: list[Instance]) -> VariantFleet:
         """The serving side of a variant whose instances are healthy."""

@@ -16,16 +16,20 @@ the deploy says so once (`deploy_warnings`) and the container runs with what the
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from emulator.config import ServerConfig
+from emulator.hosting.fleet import logs
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.model import instance_types, messages, serverless
 from emulator.model.instance_types import InstanceType
 from emulator.model.resources import Model, ProductionVariant
 from emulator.runtime.base import HostResources
+
+log = logging.getLogger(__name__)
 
 #: The model tag that turns the limits off for the variants serving it [U].
 LIMITS_TAG = "smlocal:instance-limits"
@@ -133,6 +137,13 @@ def plan_warnings(config: ServerConfig, plan: VariantPlan, host: HostResources |
     tag = tag_warning(plan.model)
     on = enabled(config, plan.model)
     return ([tag] if tag else []) + deploy_warnings(plan.variant.instance_type, on, host)
+
+
+def warn(config: ServerConfig, plan: VariantPlan, host: HostResources | None) -> None:
+    """Once per deploy (a variant launched): plan_warnings in the server's log and the endpoint's."""
+    for warning in plan_warnings(config, plan, host):
+        log.warning("%s/%s: %s", plan.endpoint_name, plan.variant.variant_name, warning)
+        logs.platform_log(config.logs_dir, plan.endpoint_name, f"{plan.variant.variant_name}: {warning}")
 
 
 def spec_digest(config: ServerConfig, plan: VariantPlan) -> str:
