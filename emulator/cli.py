@@ -250,6 +250,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="authorize the invoke operations against the identity-based IAM policies in FILE (JSON: access "
         "key ids -> an ARN and policy documents; docs/api-coverage.md); without it every call is allowed",
     )
+    p.add_argument(
+        "--no-instance-limits",
+        action="store_true",
+        help="run every endpoint's containers without their instance type's memory limit, CPU share and "
+        "GPUs (for a machine smaller than the instance; one model: its tag smlocal:instance-limits=off; "
+        "docs/cloud-parity.md#the-instance-a-container-gets)",
+    )
     _archive_arguments(p)
     registry_arguments(p)
     p.set_defaults(func=cmd_serve)

@@ -105,8 +105,9 @@ class ServerConfig:
     s3_endpoint_url: str | None = None
     #: SNS endpoint for asynchronous inference's notifications (None: boto3's own resolution).
     sns_endpoint_url: str | None = None
-    #: Ask the engine for GPUs for ml.g*/ml.p* instance types (falls back with a warning).
-    gpu_instance_prefixes: tuple[str, ...] = ("ml.g", "ml.p", "local_gpu")
+    #: Each container of an endpoint runs with its instance type's memory limit, CPU share and GPUs
+    #: (hosting/fleet/instance_limits.py); `--no-instance-limits` turns it off (False).
+    instance_limits: bool = True
     #: Length of a metrics period in policy time (CloudWatch's is one minute); CPU and memory are
     #: sampled once per period.
     metrics_period_s: float = 60.0
@@ -137,8 +138,8 @@ class ServerConfig:
     #: The multi-model endpoints' artifact cache on the host (GiB, `--multi-model-cache-gb`): beyond it
     #: the least recently used extracted models no load is using are deleted (smlocal's own) [U].
     multi_model_cache_gb: float = 20.0
-    #: Memory per instance for multi-model endpoints (GB per instance type) over INSTANCE_MEMORY_GB:
-    #: the budget of loaded models (docs/multi-model.md).
+    #: Memory per instance for multi-model endpoints (GB per instance type) over the instance type
+    #: table's (emulator/model/instance_types.py): the budget of loaded models (docs/multi-model.md).
     instance_memory_gb: tuple[tuple[str, float], ...] = ()
     #: `--serverless-idle`: a serverless endpoint's container is stopped after this many policy
     #: seconds without a request (the next one is a cold start); ProvisionedConcurrency keeps it.
@@ -219,32 +220,6 @@ def has_instance_storage(instance_type: str | None) -> bool:
 #: How long a multi-model endpoint goes on downloading and loading a model after the request that
 #: asked for it gave up (spec §5: "up to 360 s").
 MODEL_LOAD_LIMIT_S = 360.0
-#: The memory of one instance, GiB, by instance type (the EC2 specifications of the common ml.* types):
-#: a multi-model instance's budget for loaded models. Other types get DEFAULT_INSTANCE_MEMORY_GB [U].
-DEFAULT_INSTANCE_MEMORY_GB = 8.0
-_MEMORY_GB = """
-ml.t2     medium=4 large=8 xlarge=16 2xlarge=32
-ml.m5     large=8 xlarge=16 2xlarge=32 4xlarge=64 12xlarge=192 24xlarge=384
-ml.m5d    large=8 xlarge=16 2xlarge=32 4xlarge=64 12xlarge=192 24xlarge=384
-ml.c5     large=4 xlarge=8 2xlarge=16 4xlarge=32 9xlarge=72 18xlarge=144
-ml.r5     large=16 xlarge=32 2xlarge=64 4xlarge=128 12xlarge=384 24xlarge=768
-ml.g4dn   xlarge=16 2xlarge=32 4xlarge=64 8xlarge=128 12xlarge=192 16xlarge=256
-ml.g5     xlarge=16 2xlarge=32 4xlarge=64 8xlarge=128 12xlarge=192 16xlarge=256 24xlarge=384 48xlarge=768
-ml.p3     2xlarge=61 8xlarge=244 16xlarge=488
-"""
-INSTANCE_MEMORY_GB: dict[str, float] = {
-    f"{family}.{size}": float(gb)
-    for family, *sizes in (line.split() for line in _MEMORY_GB.strip().splitlines())
-    for size, gb in (entry.split("=") for entry in sizes)
-}
-
-
-def instance_memory_bytes(config: ServerConfig, instance_type: str | None) -> float:
-    """The memory of one instance of `instance_type`, bytes (a multi-model instance's budget)."""
-    gb = dict(config.instance_memory_gb).get(instance_type or "")
-    if gb is None:
-        gb = INSTANCE_MEMORY_GB.get(instance_type or "", DEFAULT_INSTANCE_MEMORY_GB)
-    return float(gb) * 2**30
 
 
 def instance_volume_bytes(

@@ -67,6 +67,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         instance_quota=instance_quota,
         instance_quota_by_type=quota_by_type,
         registry_rule="strict" if args.strict_images else "any" if args.any_registry else "local-warns",
+        instance_limits=not args.no_instance_limits,
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         logging.warning("serving on %s: reachable from other machines", args.host)

@@ -46,6 +46,9 @@ class ContainerSpec:
     #: Publish container_port on this host address only; the host port is chosen by the engine.
     host_ip: str = "127.0.0.1"
     gpus: bool = False
+    #: With `gpus`: how many GPUs to ask the engine for (the instance type's count; Docker's
+    #: DeviceRequest count). None: every GPU of the engine (count -1).
+    gpu_count: int | None = None
     hostname: str | None = None
     #: EnableNetworkIsolation: no route out and no DNS; reached only through a forwarder whose port
     #: is published on host_ip (the handle's host_port is the forwarder's).
@@ -106,6 +109,19 @@ class ContainerState:
     oom_killed: bool = False
     #: The engine's word ("running", "exited", ...), or "removed" when it was gone before being read.
     status: str = ""
+
+
+@dataclass(frozen=True)
+class HostResources:
+    """What the engine's machine can give a container (`docker info`): the instance an endpoint's
+    container gets is capped at it."""
+
+    #: The machine's memory, bytes (None: the engine did not say).
+    memory_bytes: int | None
+    #: Its CPU cores (None: the engine did not say).
+    cpus: int | None
+    #: Whether the engine has the NVIDIA runtime (GPUs through device requests).
+    nvidia_runtime: bool
 
 
 @dataclass(frozen=True)
@@ -177,6 +193,9 @@ class ContainerRuntime(Protocol):
 
     def resolve_image(self, image: str) -> ResolvedImage:
         """Map a local tag or an ECR-style URI to a local image; raise ImageNotFound."""
+
+    def host_resources(self) -> HostResources:
+        """The engine machine's memory, cores and NVIDIA runtime (asked once, then remembered)."""
 
     def start(self, spec: ContainerSpec) -> ContainerHandle: ...
 

@@ -24,6 +24,7 @@ from emulator.runtime.base import (
     ContainerState,
     ContainerStats,
     DiskUsage,
+    HostResources,
     ImageConfig,
     ProcessInfo,
     ResolvedImage,
@@ -43,7 +44,7 @@ class DockerRuntime:
     def __init__(self, client: Any | None = None) -> None:
         self._client = client
         self._lock = threading.Lock()
-        self._has_gpu_runtime: bool | None = None
+        self._host: HostResources | None = None
         self._images = DockerImages(lambda: self.client)
         self._stats = DockerStats(lambda: self.client)
         self._isolation = DockerIsolation(lambda: self.client)
@@ -77,10 +78,20 @@ class DockerRuntime:
         return self._images.resolve_image(image)
 
     def _gpu_available(self) -> bool:
-        if self._has_gpu_runtime is None:
-            info = self.client.info()
-            self._has_gpu_runtime = "nvidia" in (info.get("Runtimes") or {})
-        return self._has_gpu_runtime
+        return self.host_resources().nvidia_runtime
+
+    def host_resources(self) -> HostResources:
+        if self._host is None:
+            try:
+                info = self.client.info()
+            except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+                raise EngineError(f"Docker could not describe its machine: {_explain(exc)}") from exc
+            self._host = HostResources(
+                memory_bytes=int(info["MemTotal"]) if info.get("MemTotal") else None,
+                cpus=int(info["NCPU"]) if info.get("NCPU") else None,
+                nvidia_runtime="nvidia" in (info.get("Runtimes") or {}),
+            )
+        return self._host
 
     def start(self, spec: ContainerSpec) -> ContainerHandle:
         gpus = False

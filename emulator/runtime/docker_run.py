@@ -34,7 +34,8 @@ def create_options(
     `labels`: the container's labels (default: the spec's). `network`: an internal network to attach
     it to instead of publishing ports (network isolation publishes on its forwarder). `network_of`:
     the id of a running container whose network namespace it joins (it publishes nothing itself).
-    `gpus`: request every GPU of the engine (the caller has checked the engine has them).
+    `gpus`: request the spec's `gpu_count` GPUs of the engine, or every one when it names no count
+    (the caller has checked the engine has the NVIDIA runtime).
     """
     options: dict[str, Any] = {
         "command": list(spec.args),
@@ -42,7 +43,7 @@ def create_options(
         "environment": dict(spec.environment),
         "labels": dict(spec.labels if labels is None else labels),
         "mounts": model_mounts(spec),
-        "device_requests": [DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None,
+        "device_requests": [gpu_request(spec)] if gpus else None,
         "stop_signal": "SIGTERM",
         **resource_limits(spec),
     }
@@ -63,6 +64,12 @@ def create_options(
     if spec.user is not None:
         options["user"] = spec.user
     return options
+
+
+def gpu_request(spec: ContainerSpec) -> DeviceRequest:
+    """`docker run --gpus N`: the instance type's GPU count (`--gpus all`, count -1, without one)."""
+    count = spec.gpu_count if spec.gpu_count is not None and spec.gpu_count > 0 else -1
+    return DeviceRequest(count=count, capabilities=[["gpu"]])
 
 
 def model_mounts(spec: ContainerSpec) -> list[Mount]:

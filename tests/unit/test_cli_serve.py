@@ -49,3 +49,11 @@ def test_strict_images_and_any_registry_exclude_each_other(capsys: pytest.Captur
         build_parser().parse_args(["serve", "--strict-images", "--any-registry"])
     assert exc.value.code == 2
     assert "argument --any-registry: not allowed with argument --strict-images" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("options", "on"), [([], True), (["--no-instance-limits"], False)])
+def test_no_instance_limits_reaches_the_config(
+    served: list[ServerConfig], tmp_path: Path, options: list[str], on: bool
+) -> None:
+    assert main(["serve", "--state-dir", str(tmp_path), *options]) == 0
+    assert served[0].instance_limits is on

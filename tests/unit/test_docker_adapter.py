@@ -105,3 +105,49 @@ def test_extra_ports_are_published_on_loopback_and_handed_back() -> None:
     assert kwargs["ports"] == {"9081/tcp": ("127.0.0.1", None), "8080/tcp": ("127.0.0.1", None)}
     assert handle.base_url == "http://127.0.0.1:49160"
     assert handle.published_ports == {9081: 49160, 8080: 49161}
+
+
+def test_a_gpu_type_asks_for_its_count_of_gpus() -> None:
+    client = FakeClient({"nvidia": {}, "runc": {}})
+    DockerRuntime(client).start(spec(gpus=True, gpu_count=4))
+    (request,) = client.containers.calls[0][1]["device_requests"]
+    assert request["Count"] == 4 and request["Capabilities"] == [["gpu"]]
+
+
+def test_a_gpu_count_falls_back_to_cpu_without_an_nvidia_runtime(caplog: Any) -> None:
+    client = FakeClient({"runc": {}})
+    DockerRuntime(client).start(spec(gpus=True, gpu_count=4))
+    assert client.containers.calls[0][1]["device_requests"] is None
+    assert "GPU requested for smlocal-e-v-i-1 but the Docker engine has no NVIDIA runtime" in caplog.text
+
+
+def test_the_instance_limits_reach_the_engine_call() -> None:
+    client = FakeClient({"runc": {}})
+    DockerRuntime(client).start(spec(memory_limit_bytes=4 << 30, cpus=1.0))
+    kwargs = client.containers.calls[0][1]
+    assert kwargs["mem_limit"] == 4 << 30 and kwargs["memswap_limit"] == 4 << 30  # no swap beyond it
+    assert kwargs["nano_cpus"] == 1_000_000_000
+
+
+class InfoClient(FakeClient):
+    def __init__(self, info: dict[str, Any]) -> None:
+        super().__init__({})
+        self._info = info
+        self.asked = 0
+
+    def info(self) -> dict[str, Any]:
+        self.asked += 1
+        return self._info
+
+
+def test_host_resources_come_from_docker_info_once() -> None:
+    client = InfoClient({"MemTotal": 25_000_000_000, "NCPU": 2, "Runtimes": {"runc": {}}})
+    runtime = DockerRuntime(client)
+    first = runtime.host_resources()
+    assert (first.memory_bytes, first.cpus, first.nvidia_runtime) == (25_000_000_000, 2, False)
+    assert runtime.host_resources() is first and client.asked == 1
+
+
+def test_host_resources_an_engine_does_not_state_are_none() -> None:
+    found = DockerRuntime(InfoClient({"Runtimes": {"nvidia": {}}})).host_resources()
+    assert (found.memory_bytes, found.cpus, found.nvidia_runtime) == (None, None, True)

@@ -218,6 +218,7 @@ def test_a_serverless_variant_refuses_a_model_with_channels() -> None:
 
 
 def test_each_container_of_a_multi_container_instance_mounts_its_own_channels(tmp_path: Path) -> None:
+    from emulator.hosting.fleet.instance_limits import InstanceLimits
     from emulator.hosting.fleet.multi_container import container_specs
     from emulator.hosting.fleet.plan import PlannedContainer
     from emulator.model import platform_env
@@ -238,7 +239,7 @@ def test_each_container_of_a_multi_container_instance_mounts_its_own_channels(tm
     models = (ContainerDefinition("img", hostname="a"), ContainerDefinition("img", hostname="b"))
     model = Model("m", "arn:aws:sagemaker:us-east-1:1:model/m", models[0], T0, containers=models)
     plan = VariantPlan("e", ProductionVariant("v", "m"), model, image, tmp_path / "a", planned, "net")
-    specs = container_specs(plan, "base", {}, "net-id", gpus=False)
+    specs = container_specs(plan, "base", {}, "net-id", InstanceLimits())
     assert [s.read_only_mounts for s in specs] == [(a,), ()]
     without = VariantPlan(
         "e",

@@ -148,17 +148,23 @@ class InstanceHealth(ServiceBase):
                     if not instance.exited.is_set():
                         self._take_out(name, variant, instance, "failed its ping health check")
                         continue
-                    why = await self._exit_reason(instance)
+                    why = await self._exit_reason(variant, instance)
                     if instance in variant.instances and name in self._monitors:  # still ours after the look
                         self._take_out(name, variant, instance, why)
 
-    async def _exit_reason(self, instance: Instance) -> str:
-        """'exited', or, for a container the engine no longer knows, 'was removed from the engine'."""
+    async def _exit_reason(self, variant: VariantFleet, instance: Instance) -> str:
+        """'exited'; for a container the engine no longer knows, 'was removed from the engine'; for
+        one the kernel killed at its memory limit, 'was killed by the engine: out of memory at ...'
+        (any container of a multi-container instance)."""
+        handles = [c.handle for c in instance.containers] or [instance.handle]
         try:
-            state = await asyncio.to_thread(self.runtime.state, instance.handle.id)
+            states = [await asyncio.to_thread(self.runtime.state, h.id) for h in handles]
         except EngineError:
             return "exited"
-        gone = state.status in ("removed", "removing")
+        if any(s.oom_killed for s in states) and variant.plan is not None:
+            line = self.deployer.limits(variant.plan).out_of_memory() or "out of memory"
+            return f"was killed by the engine: {line}"
+        gone = states[0].status in ("removed", "removing")
         return "was removed from the engine (docker rm?)" if gone else "exited"
 
     def _take_out(self, name: str, variant: VariantFleet, instance: Instance, why: str) -> None:
@@ -206,7 +212,11 @@ class InstanceHealth(ServiceBase):
                 self._suspects.get(name, []).remove(instance)
                 variant.add([instance])
                 return
-            self._take_out(name, variant, instance, "refused or dropped a connection")
+            why = "refused or dropped a connection"
+            if instance.exited.is_set():  # e.g. killed for memory by the request it was serving
+                why = f"{why} and {await self._exit_reason(variant, instance)}"
+            if instance in self._suspects.get(name, []):
+                self._take_out(name, variant, instance, why)
 
         self._track(name, asyncio.ensure_future(check()))
 

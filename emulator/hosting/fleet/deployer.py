@@ -16,23 +16,23 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 
 from emulator.config import ServerConfig
-from emulator.errors import first_error
+from emulator.errors import EngineError, first_error
 from emulator.hosting.executors import Executors
-from emulator.hosting.fleet import logs, multi_container
+from emulator.hosting.fleet import instance_limits, logs, multi_container
 from emulator.hosting.fleet.cold_start import ColdStarts, InstanceClock, PlanSetup
+from emulator.hosting.fleet.instance_limits import InstanceLimits
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.startup import InstanceStartup
 from emulator.hosting.fleet.variants import Instance, InstanceContainer, VariantFleet, new_instance_id
-from emulator.model import platform_env, serverless
-from emulator.model.resources import DeployedImage, ProductionVariant
+from emulator.model import platform_env
+from emulator.model.resources import DeployedImage
 from emulator.model.routing import InstancePicker
 from emulator.runtime import labels
-from emulator.runtime.base import ContainerHandle, ContainerRuntime, ContainerSpec
+from emulator.runtime.base import ContainerHandle, ContainerRuntime, ContainerSpec, HostResources
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ class Deployer:
         self._owner = labels.owner_id(config.state_dir)
         #: every instance start's profile (fleet/cold_start.py)
         self.cold_starts = ColdStarts(config.logs_dir)
+        self._host: HostResources | None = None  # the engine's machine, asked once (host_resources)
 
     @property
     def owner(self) -> str:
@@ -74,9 +75,21 @@ class Deployer:
     def ping_session(self) -> aiohttp.ClientSession:
         return self._ping_session()
 
-    def _wants_gpu(self, variant: ProductionVariant) -> bool:
-        itype = variant.instance_type or ""
-        return any(itype.startswith(prefix) for prefix in self._config.gpu_instance_prefixes)
+    async def host_resources(self) -> HostResources | None:
+        """The engine machine's memory, cores and NVIDIA runtime (None: the engine could not say)."""
+        if self._host is None:
+            try:
+                self._host = await self.executors.engine(self._runtime.host_resources)
+            except EngineError as exc:
+                log.warning("the Docker engine did not describe its machine: %s", exc)
+        return self._host
+
+    def limits(self, plan: VariantPlan) -> InstanceLimits:
+        """What each container of one of the plan's instances gets of its instance type."""
+        return instance_limits.variant_limits(self._config, plan.variant, plan.model, self._host)
+
+    def _digest(self, plan: VariantPlan) -> str:
+        return instance_limits.spec_digest(self._config, plan)
 
     def _labels(self, plan: VariantPlan, instance_id: str) -> dict[str, str]:
         return {
@@ -86,7 +99,7 @@ class Deployer:
             labels.ENDPOINT: plan.endpoint_name,
             labels.VARIANT: plan.variant.variant_name,
             labels.INSTANCE: instance_id,
-            labels.SPEC_DIGEST: plan.spec_digest(self._config.limits.container_port),
+            labels.SPEC_DIGEST: self._digest(plan),
         }
 
     def _spec(self, plan: VariantPlan, instance_id: str) -> ContainerSpec:
@@ -101,9 +114,8 @@ class Deployer:
             read_only_mounts=plan.channel_dirs,
             container_port=port,
             hostname=platform_env.HOSTNAME,
-            gpus=self._wants_gpu(plan.variant),
             network_isolation=plan.model.enable_network_isolation,
-            **_serverless_limits(plan.variant),
+            **self.limits(plan).spec_fields(),
         )
 
     def models_dir(self, plan: VariantPlan, instance_id: str, create: bool = False) -> Path | None:
@@ -187,9 +199,7 @@ class Deployer:
         network = await self.executors.engine(
             self._runtime.start, multi_container.network_spec(plan, base, instance_labels)
         )
-        specs = multi_container.container_specs(
-            plan, base, instance_labels, network.id, self._wants_gpu(plan.variant)
-        )
+        specs = multi_container.container_specs(plan, base, instance_labels, network.id, self.limits(plan))
         results = await asyncio.gather(
             *(self.executors.engine(self._runtime.start, spec) for spec in specs), return_exceptions=True
         )
@@ -212,6 +222,7 @@ class Deployer:
 
     async def _start_instance(self, plan: VariantPlan) -> Instance:
         instance_id = new_instance_id()
+        await self.host_resources()
         if plan.containers:
             instance = await self._start_containers(plan, instance_id)
             log.info(
@@ -251,15 +262,13 @@ class Deployer:
         return self._attach(plan, instance_id, handle)
 
     def adoptable(self, plan: VariantPlan, candidates: Sequence[ContainerHandle]) -> bool:
-        return bool(candidates) and all(
-            h.labels.get(labels.SPEC_DIGEST) == plan.spec_digest(self._config.limits.container_port)
-            for h in candidates
-        )
+        digest = self._digest(plan)
+        return bool(candidates) and all(h.labels.get(labels.SPEC_DIGEST) == digest for h in candidates)
 
     def matching(self, plan: VariantPlan, candidates: Sequence[ContainerHandle]) -> list[ContainerHandle]:
         """The candidates started from exactly this plan (image, environment, model data, port) that
         can be reached (an isolated one whose forwarder is gone has no port: it is replaced)."""
-        digest = plan.spec_digest(self._config.limits.container_port)
+        digest = self._digest(plan)
         return [h for h in candidates if h.labels.get(labels.SPEC_DIGEST) == digest and h.host_port]
 
     def matching_instances(
@@ -268,7 +277,7 @@ class Deployer:
         """The candidates' instances started from exactly this plan, each as its containers (one,
         or a multi-container instance's network container and then its model containers)."""
         if plan.containers:
-            digest = plan.spec_digest(self._config.limits.container_port)
+            digest = self._digest(plan)
             return multi_container.matching_instances(plan, candidates, digest)
         return [(h,) for h in self.matching(plan, candidates)]
 
@@ -330,6 +339,7 @@ class Deployer:
     ) -> VariantFleet:
         """Start (or adopt: matching_instances) the variant's instances and wait until every one is
         healthy. `setup`: the plan's measured phases (the instances' cold-start profiles)."""
+        instance_limits.warn(self._config, plan, await self.host_resources())
         instances: list[Instance] = [self.adopt_instance(plan, h) for h in adopt]
         count = plan.variant.initial_instance_count - len(instances)
         await self._start_healthy_into(plan, count, instances, setup)
@@ -390,14 +400,6 @@ class Deployer:
 
     def owned_containers(self) -> list[ContainerHandle]:
         return self._runtime.list({labels.MANAGED: "true", labels.OWNER: self._owner})
-
-
-def _serverless_limits(variant: ProductionVariant) -> dict[str, Any]:
-    """A serverless container's memory limit (MemorySizeInMB) and the CPU share it buys."""
-    if variant.serverless is None:
-        return {}
-    mb = variant.serverless.memory_size_mb
-    return {"memory_limit_bytes": mb * 2**20, "cpus": serverless.vcpus(mb)}
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from emulator.hosting.fleet.instance_limits import InstanceLimits
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.model import platform_env
 from emulator.runtime import labels
@@ -55,8 +56,14 @@ def network_spec(plan: VariantPlan, base_name: str, instance_labels: Mapping[str
 
 
 def container_specs(
-    plan: VariantPlan, base_name: str, instance_labels: Mapping[str, str], network_id: str, gpus: bool
+    plan: VariantPlan,
+    base_name: str,
+    instance_labels: Mapping[str, str],
+    network_id: str,
+    limits: InstanceLimits,
 ) -> list[ContainerSpec]:
+    """Every model container of the instance, each with the whole instance's limits (memory, CPU
+    share, GPUs): instance_limits.py says why they are not one shared limit [U]."""
     return [
         ContainerSpec(
             image=c.image.image_id,
@@ -70,8 +77,8 @@ def container_specs(
             model_dir=c.model_dir,
             read_only_mounts=c.channel_dirs,
             container_port=c.port,
-            gpus=gpus,
             join_network_of=network_id,
+            **limits.spec_fields(),
         )
         for c in plan.containers
     ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 import aiohttp
 
@@ -16,6 +16,7 @@ from emulator.config import ServerConfig
 from emulator.errors import DeploymentFailed
 from emulator.hosting.executors import Executors
 from emulator.hosting.fleet.cold_start import ColdStarts
+from emulator.hosting.fleet.instance_limits import InstanceLimits
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.readiness import (
     Outcome,
@@ -49,6 +50,8 @@ class StartingFleet(Protocol):
     def ping_session(self) -> aiohttp.ClientSession: ...
 
     def platform_log(self, endpoint_name: str, line: str) -> None: ...
+
+    def limits(self, plan: VariantPlan) -> InstanceLimits: ...
 
 
 class InstanceStartup:
@@ -89,6 +92,8 @@ class InstanceStartup:
                 return
         if readiness is None or readiness.outcome is Outcome.EXITED:
             state = await self._deployer.executors.engine(self._deployer.runtime.state, instance.handle.id)
+            if state.oom_killed:
+                self._out_of_memory(plan, instance.instance_id)
             text = await self._deployer.executors.engine(self._deployer.runtime.logs, instance.handle.id, 10)
             tail = text.rstrip("\n").splitlines() if text.strip() else []
             reason = messages.cannot_start_container(variant.variant_name)
@@ -157,6 +162,8 @@ class InstanceStartup:
             state = await self._deployer.executors.engine(self._deployer.runtime.state, c.handle.id)
             if state.running:
                 continue
+            if state.oom_killed:
+                self._out_of_memory(plan, where, c.hostname)
             text = await self._deployer.executors.engine(self._deployer.runtime.logs, c.handle.id, 10)
             tail = text.rstrip("\n").splitlines() if text.strip() else []
             reason = messages.cannot_start_container(variant)
@@ -186,6 +193,16 @@ class InstanceStartup:
         if silent:
             reason += messages.silent_on_bind_port(silent, await self._default_port_answers(instance))
         raise DeploymentFailed(_clip(reason))
+
+    def _out_of_memory(self, plan: VariantPlan, where: str, container: str | None = None) -> NoReturn:
+        """A container the kernel killed at its memory limit: the endpoint's log line, and the
+        FailureReason (SageMaker's CannotStartContainerError, then smlocal's words) [U]."""
+        limits = self._deployer.limits(plan)
+        variant = plan.variant.variant_name
+        line = limits.out_of_memory() or "out of memory"
+        who = f"{variant}/{where}" if container is None else f"{where}: {container}"
+        self._deployer.platform_log(plan.endpoint_name, f"{who}: killed by the engine: {line}")
+        raise DeploymentFailed(_clip(messages.out_of_memory_at_start(variant, line)))
 
     async def _default_port_answers(self, instance: Instance) -> bool:
         """Whether any HTTP server answers on 8080 inside the instance (no container was told it: the

@@ -6,7 +6,8 @@ them and are unloaded least recently used first when it does not, or when the co
 Choices where SageMaker's behaviour is not documented [U], in one place (docs/multi-model.md):
 
 - a model's memory is estimated as its extracted size; the budget is the instance type's memory
-  (config.INSTANCE_MEMORY_GB), the disk budget its volume (VolumeSizeInGB or the type's);
+  (the instance type table's: fleet/instance_limits.py), the disk budget its volume
+  (VolumeSizeInGB or the type's);
 - after a 507, smlocal unloads the least recently used idle model and tries the load again; with
   none idle, it waits for one (or another load's end) up to the load window (container.py);
 - a load answered 409 (already loaded: after a restart of smlocal the container may still have it)
@@ -36,12 +37,7 @@ from typing import TypeVar
 
 import aiohttp
 
-from emulator.config import (
-    MODEL_LOAD_LIMIT_S,
-    ServerConfig,
-    instance_memory_bytes,
-    instance_volume_bytes,
-)
+from emulator.config import MODEL_LOAD_LIMIT_S, ServerConfig, instance_volume_bytes
 from emulator.errors import (
     ModelDataError,
     ModelDataNotFound,
@@ -49,6 +45,7 @@ from emulator.errors import (
     ValidationFailed,
 )
 from emulator.hosting.executors import Executors
+from emulator.hosting.fleet.instance_limits import instance_memory_bytes
 from emulator.hosting.fleet.invoker import FaultContext
 from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import Instance

@@ -9,6 +9,7 @@ from __future__ import annotations
 from emulator.model.messages import (
     async_inference,
     images,
+    instances,
     model_data,
     multi_container,
     resources,
@@ -18,6 +19,7 @@ from emulator.model.messages import (
 )
 from emulator.model.messages.async_inference import *  # noqa: F403
 from emulator.model.messages.images import *  # noqa: F403
+from emulator.model.messages.instances import *  # noqa: F403
 from emulator.model.messages.model_data import *  # noqa: F403
 from emulator.model.messages.multi_container import *  # noqa: F403
 from emulator.model.messages.resources import *  # noqa: F403
@@ -34,4 +36,5 @@ __all__ = [
     *serverless.__all__,
     *images.__all__,
     *model_data.__all__,
+    *instances.__all__,
 ]
