@@ -96,11 +96,13 @@ def instance(config: CheckConfig) -> InstanceType | None:
 
 @dataclass(frozen=True)
 class ContainerLimits:
-    """What ContainerSpec gets of the instance type (memory_limit_bytes, cpus, gpus)."""
+    """What ContainerSpec gets of the instance type (memory_limit_bytes, cpus, gpus, gpu_count)."""
 
     memory_limit_bytes: int | None = None
     cpus: float | None = None
     gpus: bool = False
+    #: the type's GPU count, as the emulator asks the engine for it (None without GPUs)
+    gpu_count: int | None = None
 
 
 def container_limits(config: CheckConfig) -> ContainerLimits:
@@ -110,9 +112,8 @@ def container_limits(config: CheckConfig) -> ContainerLimits:
     found = instance(config)
     if found is None:
         return ContainerLimits()
-    return ContainerLimits(
-        found.memory_bytes, float(found.vcpus), found.gpus > 0 and config.profile != "serverless"
-    )
+    gpus = found.gpus > 0 and config.profile != "serverless"
+    return ContainerLimits(found.memory_bytes, float(found.vcpus), gpus, found.gpus if gpus else None)
 
 
 @dataclass(frozen=True)

@@ -222,6 +222,7 @@ class Target:
             memory_limit_bytes=limits.memory_limit_bytes,
             cpus=limits.cpus,
             gpus=limits.gpus,
+            gpu_count=limits.gpu_count,
         )
         try:
             # A signal mid-create could let the engine create the container after the cleanup below

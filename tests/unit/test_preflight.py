@@ -114,10 +114,11 @@ def test_fields_take_the_region_from_the_environment_and_refuse_unknown_types() 
 def test_container_limits_are_the_instance_types() -> None:
     assert preflight.container_limits(CheckConfig(image="i")) == preflight.ContainerLimits()
     assert preflight.container_limits(CheckConfig(image="i", instance_type="ml.g5.xlarge")) == (
-        preflight.ContainerLimits(16 * 2**30, 4.0, True)
+        preflight.ContainerLimits(16 * 2**30, 4.0, True, 1)
     )
+    assert preflight.container_limits(CheckConfig(image="i", instance_type="ml.g5.12xlarge")).gpu_count == 4
     serverless = CheckConfig(image="i", instance_type="ml.g5.xlarge", profile="serverless")
-    assert preflight.container_limits(serverless).gpus is False
+    assert preflight.container_limits(serverless) == preflight.ContainerLimits(16 * 2**30, 4.0, False, None)
 
 
 def test_the_verdict_line() -> None:
