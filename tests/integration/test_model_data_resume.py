@@ -21,7 +21,10 @@ from emulator.model_data.store import ArtifactStore
 from tests.fixtures.s3server import make_s3_client
 from tests.fixtures.slow_s3 import slow_s3_proxy
 
-SLOW_BYTES = 768 * 1024  # ~2.4 s through the proxy
+SLOW_BYTES = 2 * 1024 * 1024  # ~6.4 s through the proxy
+#: The first attempt's deadline: long enough for the listing, the HEADs and the fast object on a loaded
+#: 2-core machine (0.6 s left little margin there), far short of SLOW_BYTES' time.
+INTERRUPT_S = 2.0
 
 
 @pytest.fixture
@@ -53,7 +56,7 @@ def test_an_interrupted_prefix_keeps_its_completed_objects_and_resumes_the_rest(
     source = ModelDataSource(f"s3://{s3_bucket}/m/", compression="None", data_type="S3Prefix")
 
     with pytest.raises(ModelDataFailure) as caught:
-        store.materialize(source, timeout_s=0.6, shown_timeout_s=60)
+        store.materialize(source, timeout_s=INTERRUPT_S, shown_timeout_s=60)
     assert caught.value.message == timeout_message(source.uri, 60)
     kept = _partial(store)
     complete = [size for name, size in kept.items() if not name.endswith(".part")]
@@ -86,7 +89,7 @@ def test_an_interrupted_archive_resumes_and_is_addressed_by_its_whole_bytes(
     source = ModelDataSource(f"s3://{s3_bucket}/slow/model.tar.gz")
 
     with pytest.raises(ModelDataFailure):
-        store.materialize(source, timeout_s=0.6, shown_timeout_s=60)
+        store.materialize(source, timeout_s=INTERRUPT_S, shown_timeout_s=60)
     (part,) = _partial(store).values()
     assert 0 < part < len(archive)
 
@@ -103,7 +106,7 @@ def test_a_changed_object_is_fetched_whole_not_resumed(
     s3_client.put_object(Bucket=s3_bucket, Key="slow/w.bin", Body=os.urandom(SLOW_BYTES))
     source = ModelDataSource(f"s3://{s3_bucket}/slow/w.bin", compression="None")
     with pytest.raises(ModelDataFailure):
-        store.materialize(source, timeout_s=0.6, shown_timeout_s=60)
+        store.materialize(source, timeout_s=INTERRUPT_S, shown_timeout_s=60)
     assert len(_partial(store)) == 1
     changed = os.urandom(SLOW_BYTES)
     s3_client.put_object(Bucket=s3_bucket, Key="slow/w.bin", Body=changed)  # another ETag
