@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from emulator.model.messages import (
     async_inference,
+    components,
     images,
     instances,
     model_data,
@@ -18,6 +19,7 @@ from emulator.model.messages import (
     streaming,
 )
 from emulator.model.messages.async_inference import *  # noqa: F403
+from emulator.model.messages.components import *  # noqa: F403
 from emulator.model.messages.images import *  # noqa: F403
 from emulator.model.messages.instances import *  # noqa: F403
 from emulator.model.messages.model_data import *  # noqa: F403
@@ -37,4 +39,5 @@ __all__ = [
     *images.__all__,
     *model_data.__all__,
     *instances.__all__,
+    *components.__all__,
 ]
