@@ -86,10 +86,7 @@ class HostLoad:
 
     @property
     def used(self) -> Need:
-        total = Need()
-        for _, need in self.copies.values():
-            total = total + need
-        return total
+        return sum((need for _, need in self.copies.values()), Need())
 
     @property
     def free(self) -> Capacity:
