@@ -271,12 +271,15 @@ def delete_endpoint(sagemaker: Any, endpoint: Endpoint, timeout_s: float = DELET
 
     An endpoint still Creating or Updating (a test that failed on timeout_s) cannot be deleted yet
     (SageMaker refuses: "Cannot update in-progress endpoint"): DeleteEndpoint is sent again once it
-    has left that state."""
+    has left that state. A refusal followed by a settled status is the endpoint settling between the
+    two calls (CI saw Creating refused, then InService): it is sent again at once, and only a second
+    refusal in a settled status in a row is a problem."""
     from botocore.exceptions import ClientError
 
     problems: list[str] = []
     name = str(endpoint)
     deadline = time.monotonic() + timeout_s
+    settled_refusals = 0
     while True:
         try:
             sagemaker.delete_endpoint(EndpointName=name)
@@ -287,9 +290,12 @@ def delete_endpoint(sagemaker: Any, endpoint: Endpoint, timeout_s: float = DELET
             status = _status(sagemaker, name)
             if status is None:
                 break
-            if status not in _BUSY or time.monotonic() > deadline:
+            settled_refusals = 0 if status in _BUSY else settled_refusals + 1
+            if settled_refusals > 1 or time.monotonic() > deadline:
                 problems.append(f"DeleteEndpoint {name} ({status}): {_message(exc)}")
                 break
+            if settled_refusals:
+                continue
         time.sleep(POLL_S)
     while not problems and _status(sagemaker, name) is not None:
         if time.monotonic() > deadline:

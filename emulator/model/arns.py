@@ -22,6 +22,9 @@ class Account:
     def endpoint_arn(self, name: str) -> str:
         return self.arn("endpoint", name)
 
+    def inference_component_arn(self, name: str) -> str:
+        return self.arn("inference-component", name)
+
     def log_group(self, endpoint_name: str) -> str:
         return f"/aws/sagemaker/Endpoints/{endpoint_name}"
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from emulator.model.components import ManagedInstanceScaling
 from emulator.model.deployment import DeploymentConfig
 
 
@@ -130,7 +131,8 @@ class Model:
 @dataclass(frozen=True)
 class ProductionVariant:
     variant_name: str
-    model_name: str
+    #: None: the variant provides instances for inference components (model/components.py)
+    model_name: str | None
     initial_instance_count: int = 1
     instance_type: str | None = None
     initial_variant_weight: float = 1.0
@@ -143,6 +145,13 @@ class ProductionVariant:
     #: A serverless variant's initial_instance_count is its warm containers at creation (1 with
     #: ProvisionedConcurrency, else 0).
     serverless: ServerlessConfig | None = None
+    #: ManagedInstanceScaling (inference-component variants only)
+    managed_instance_scaling: ManagedInstanceScaling | None = None
+
+    @property
+    def hosts_components(self) -> bool:
+        """A variant without ModelName: its instances start empty and host inference components."""
+        return self.model_name is None
 
 
 @dataclass(frozen=True)
@@ -164,6 +173,13 @@ class EndpointConfig:
     tags: tuple[tuple[str, str], ...] = ()
     #: AsyncInferenceConfig: the endpoint serves InvokeEndpointAsync only (spec §8)
     async_inference: AsyncInference | None = None
+    #: ExecutionRoleArn: the role an inference-component endpoint's components run with
+    execution_role_arn: str | None = None
+
+    @property
+    def hosts_components(self) -> bool:
+        """An inference-component endpoint's config (its variants name no model)."""
+        return any(v.hosts_components for v in self.production_variants)
 
 
 #: MaxConcurrentInvocationsPerInstance when the config gives none: SageMaker "chooses" one [U].
@@ -219,6 +235,8 @@ class VariantSummary:
     instance_type: str | None = None
     #: a serverless variant's config (CurrentServerlessConfig and DesiredServerlessConfig)
     serverless: ServerlessConfig | None = None
+    #: an inference-component variant's ManagedInstanceScaling
+    managed_instance_scaling: ManagedInstanceScaling | None = None
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,8 @@ def check_endpoint_config(
         raise ValidationFailed(messages.serverless_several_variants())
     if async_inference is not None:
         raise ValidationFailed(messages.serverless_async())
-    model = model_of(serverless[0].model_name)
+    name = serverless[0].model_name
+    model = model_of(name) if name is not None else None
     if model is None:
         return  # the caller reports the missing model
     if model.multi_container:

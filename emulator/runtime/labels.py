@@ -18,6 +18,10 @@ ENDPOINT = "smlocal.endpoint"
 VARIANT = "smlocal.variant"
 INSTANCE = "smlocal.instance"
 SPEC_DIGEST = "smlocal.spec-digest"
+#: An inference component's copy: the component's name, and the id of the endpoint instance (a
+#: capacity record, not a container: hosting/components/) it is placed on.
+COMPONENT = "smlocal.inference-component"
+HOST = "smlocal.host"
 
 MANAGED_SELECTOR = {MANAGED: "true"}
 

@@ -156,3 +156,46 @@ def test_arn(smlocal_server, sagemaker_clients):
         "--smlocal-serve-arg=--time-scale=2",
     )
     run.assert_outcomes(passed=1)
+
+
+class _Settling:
+    """A SageMaker client (fake, pure logic) whose endpoint is Creating when DeleteEndpoint is first sent
+    and InService by the DescribeEndpoint that follows the refusal: the race CI met."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.deletes = 0
+        self.gone = False
+
+    def _error(self, code: str, message: str) -> Exception:
+        from botocore.exceptions import ClientError
+
+        return ClientError({"Error": {"Code": code, "Message": message}}, "DeleteEndpoint")
+
+    def delete_endpoint(self, EndpointName: str) -> None:  # noqa: N803 - boto3's spelling
+        self.deletes += 1
+        if self.deletes <= self.refusals:
+            raise self._error("ValidationException", "Cannot update in-progress endpoint")
+        self.gone = True
+
+    def describe_endpoint(self, EndpointName: str) -> dict[str, str]:  # noqa: N803
+        if self.gone:
+            raise self._error("ValidationException", f'Could not find endpoint "{EndpointName}".')
+        return {"EndpointStatus": "InService"}
+
+    def delete_endpoint_config(self, **_: str) -> None: ...
+
+    def delete_model(self, **_: str) -> None: ...
+
+
+def test_delete_sends_again_when_the_endpoint_settles_between_refusal_and_describe() -> None:
+    from contract_tests.pytest_fixtures.endpoints import Endpoint, delete_endpoint
+
+    settling = _Settling(refusals=1)
+    assert delete_endpoint(settling, Endpoint("e", "e", ["e"]), timeout_s=5) == []
+    assert settling.deletes == 2
+
+    stuck = _Settling(refusals=5)  # refused twice in a settled status: a real problem, reported
+    problems = delete_endpoint(stuck, Endpoint("e", "e", ["e"]), timeout_s=5)
+    assert stuck.deletes == 2
+    assert problems == ["DeleteEndpoint e (InService): Cannot update in-progress endpoint"]

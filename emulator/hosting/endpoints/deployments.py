@@ -48,9 +48,10 @@ class Deployments(ServiceBase):
         """`model`: the variant's model as deployed (a restart), else the one of that name now.
         `setup`: filled with the plan's phases (image resolution, model data) for the cold start."""
         setup = setup or PlanSetup()
-        model = model or self.models.get(variant.model_name)
+        name = variant.model_name
+        model = model or (self.models.get(name) if name is not None else None)
         if model is None:
-            raise DeploymentFailed(messages.not_found("model", self.account.model_arn(variant.model_name)))
+            raise DeploymentFailed(messages.not_found("model", self.account.model_arn(str(name))))
         for warning in image_rules.registry_warnings(model, self.account, self.config):
             self.deployer.platform_log(endpoint_name, f"{variant.variant_name}: warning: {warning}")
         if model.multi_container:
@@ -224,7 +225,7 @@ class Deployments(ServiceBase):
                     endpoint.name,
                     v,
                     adopt.get(v.variant_name, []),
-                    deployed.model(v.model_name) if deployed is not None else None,
+                    deployed.model(v.model_name) if deployed is not None and v.model_name else None,
                 ),
                 self.deployer,
                 endpoint_config.production_variants,
@@ -269,7 +270,11 @@ class Deployments(ServiceBase):
         model: Model | None = None,
     ) -> VariantFleet:
         """Start the variant (adopting the matching ones of `adopt`). Every container of `adopt` is
-        owned from here on: kept in the fleet, or stopped (not matching, or the launch failed)."""
+        owned from here on: kept in the fleet, or stopped (not matching, or the launch failed).
+        A variant for inference components starts its instances empty (hosting/components/)."""
+        if variant.hosts_components:
+            await self._stop_handles(adopt)
+            return self._host_fleet(endpoint_name, variant)
         setup = PlanSetup()  # the deploy's start: the instances' cold starts begin here
         try:
             plan = await self._plan(endpoint_name, variant, model, setup)

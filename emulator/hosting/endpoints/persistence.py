@@ -14,6 +14,7 @@ from typing import Any
 
 from emulator.hosting.state_files import write_atomically
 from emulator.model import deployment as dp
+from emulator.model.components import ManagedInstanceScaling
 from emulator.model.resources import (
     AdditionalModelData,
     AsyncInference,
@@ -146,6 +147,9 @@ def _variant_to_json(v: ProductionVariant) -> dict[str, Any]:
         "routing_strategy": v.routing_strategy.value,
         "volume_size_gb": v.volume_size_gb,
         "serverless": None if v.serverless is None else dataclasses.asdict(v.serverless),
+        "managed_instance_scaling": (
+            None if v.managed_instance_scaling is None else dataclasses.asdict(v.managed_instance_scaling)
+        ),
     }
 
 
@@ -158,6 +162,7 @@ def _config_to_json(c: EndpointConfig) -> dict[str, Any]:
         "tags": list(c.tags),
         "production_variants": [_variant_to_json(v) for v in c.production_variants],
         "async_inference": None if c.async_inference is None else dataclasses.asdict(c.async_inference),
+        "execution_role_arn": c.execution_role_arn,
     }
 
 
@@ -168,6 +173,11 @@ def _config_from_json(d: dict[str, Any]) -> EndpointConfig:
                 **v,
                 "routing_strategy": RoutingStrategy(v["routing_strategy"]),
                 "serverless": ServerlessConfig(**v["serverless"]) if v.get("serverless") else None,
+                "managed_instance_scaling": (
+                    ManagedInstanceScaling(**v["managed_instance_scaling"])
+                    if v.get("managed_instance_scaling")
+                    else None
+                ),
             }
         )
         for v in d["production_variants"]
@@ -180,6 +190,7 @@ def _config_from_json(d: dict[str, Any]) -> EndpointConfig:
         tags=_tags(d["tags"]),
         production_variants=variants,
         async_inference=_async_from_json(d.get("async_inference")),
+        execution_role_arn=d.get("execution_role_arn"),
     )
 
 

@@ -18,7 +18,7 @@ from emulator.errors import (
 from emulator.hosting.endpoints import image_rules
 from emulator.hosting.endpoints.deployments import Deployments
 from emulator.model import deployment as dp
-from emulator.model import messages, quota, serverless
+from emulator.model import component_rules, messages, quota, serverless
 from emulator.model.deployment import DeploymentConfig
 from emulator.model.resources import (
     AsyncInference,
@@ -110,6 +110,7 @@ class Resources(Deployments):
         kms_key_id: str | None = None,
         tags: tuple[tuple[str, str], ...] = (),
         async_inference: AsyncInference | None = None,
+        execution_role_arn: str | None = None,
     ) -> EndpointConfig:
         arn = self.account.endpoint_config_arn(name)
         if name in self.endpoint_configs:
@@ -119,6 +120,8 @@ class Resources(Deployments):
             if variant.variant_name.lower() in seen:  # [U] text
                 raise ValidationFailed(f"Variant name {variant.variant_name} is used more than once.")
             seen.add(variant.variant_name.lower())
+            if variant.model_name is None:  # an endpoint for inference components
+                continue
             if variant.model_name not in self.models:
                 raise ResourceNotFound(
                     messages.not_found("model", self.account.model_arn(variant.model_name))
@@ -132,9 +135,10 @@ class Resources(Deployments):
                 and (model.multi_model or model.multi_container)
             ):
                 raise ValidationFailed(messages.async_model_not_supported(variant.model_name))
+        component_rules.check_endpoint_config(variants, execution_role_arn, async_inference)
         serverless.check_endpoint_config(variants, self.models.get, async_inference)
         endpoint_config = EndpointConfig(
-            name, arn, variants, self._clock(), kms_key_id, tags, async_inference
+            name, arn, variants, self._clock(), kms_key_id, tags, async_inference, execution_role_arn
         )
         self.endpoint_configs.put(endpoint_config)
         self._persist()

@@ -88,7 +88,8 @@ class Instance(_Reached):
 class VariantFleet:
     variant: ProductionVariant
     instances: list[Instance]
-    deployed_image: DeployedImage
+    #: None for a variant of inference components (no container of its own)
+    deployed_image: DeployedImage | None
     weight: float
     picker: InstancePicker
     plan: VariantPlan | None = None
@@ -99,20 +100,26 @@ class VariantFleet:
     desired_count: int | None = None
     #: VariantStatus entries while the variant changes (scaling); empty when settled
     statuses: tuple[VariantStatus, ...] = ()
+    #: A variant without ModelName: the ids of its instances, in launch order (capacity for
+    #: inference components' copies, no container of their own: hosting/components/). None otherwise.
+    hosts: list[str] | None = None
+    #: The copies of one inference component (`instances` are its copies in rotation): its name.
+    component: str | None = None
 
     def summary(self) -> VariantSummary:
         return VariantSummary(
             variant_name=self.variant.variant_name,
             current_weight=self.weight,
             desired_weight=self.weight if self.desired_weight is None else self.desired_weight,
-            current_instance_count=len(self.instances),
+            current_instance_count=len(self.instances if self.hosts is None else self.hosts),
             desired_instance_count=(
                 self.variant.initial_instance_count if self.desired_count is None else self.desired_count
             ),
-            deployed_images=(self.deployed_image, *self.more_images),
+            deployed_images=(() if self.deployed_image is None else (self.deployed_image, *self.more_images)),
             statuses=self.statuses,
             instance_type=self.variant.instance_type,
             serverless=self.variant.serverless,
+            managed_instance_scaling=self.variant.managed_instance_scaling,
         )
 
     def add(self, instances: Sequence[Instance]) -> None:

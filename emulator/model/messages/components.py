@@ -9,6 +9,23 @@ __all__ = [
     "copy_needs_cpus",
     "copy_needs_memory",
     "copy_needs_accelerators",
+    "managed_scaling_needs_components",
+    "components_not_supported",
+    "component_endpoint_needs_role",
+    "component_variants_mixed",
+    "component_variant_needs",
+    "component_endpoint_refuses",
+    "managed_scaling_bounds",
+    "endpoint_has_components",
+    "component_not_found",
+    "component_in_progress",
+    "component_copy_never_fits",
+    "component_needs_compute",
+    "component_copy_count_at_create",
+    "component_header_missing",
+    "component_header_not_allowed",
+    "component_not_on_endpoint",
+    "component_no_capacity",
 ]
 
 
@@ -26,3 +43,98 @@ def copy_needs_accelerators(needed: int, instance_type: str, has: int) -> str:  
     """One copy asks for more accelerator devices than a whole instance of the type has."""
     devices = "device" if needed == 1 else "devices"
     return f"needs {needed} accelerator {devices}, {instance_type} has {has}"
+
+
+def managed_scaling_needs_components() -> str:
+    """[O] terraform-provider-aws #45926: ManagedInstanceScaling on a variant that names a model."""
+    return "ManagedInstanceScaling is only supported for inference component endpoints."
+
+
+def components_not_supported() -> str:
+    """[O] terraform-provider-aws #40644: CreateInferenceComponent on an endpoint serving a model."""
+    return (
+        "Invalid request provided: Inference Components are not supported in this Endpoint. "
+        "Please make sure this endpoint can deploy inference components."
+    )
+
+
+def component_endpoint_needs_role() -> str:  # [U] AWS requires it (terraform-provider-aws #44977)
+    return (
+        "ExecutionRoleArn is required for an endpoint config whose production variants name no "
+        "ModelName (an endpoint for inference components)."
+    )
+
+
+def component_variants_mixed() -> str:  # [U]
+    return (
+        "Either every production variant of an endpoint config names a ModelName, or none does "
+        "(an endpoint for inference components)."
+    )
+
+
+def component_variant_needs(what: str, variant: str) -> str:  # [U]
+    return f"Production variant {variant} hosts inference components: it needs {what}."
+
+
+def component_endpoint_refuses(feature: str) -> str:  # [U]
+    return f"{feature} is not supported for an endpoint for inference components."
+
+
+def managed_scaling_bounds(variant: str, low: int, high: int) -> str:  # [U]
+    return (
+        f"ManagedInstanceScaling of production variant {variant}: MinInstanceCount ({low}) must not be "
+        f"more than MaxInstanceCount ({high})."
+    )
+
+
+def endpoint_has_components(endpoint_arn: str, names: str) -> str:  # [U]
+    return (
+        f'Cannot delete endpoint "{endpoint_arn}": it hosts inference components ({names}). '
+        "Delete them (DeleteInferenceComponent) first."
+    )
+
+
+def component_not_found(arn: str) -> str:  # the form of the other resources' texts
+    return f'Could not find inference component "{arn}".'
+
+
+def component_in_progress(arn: str, status: str) -> str:  # [U]
+    return f'Cannot update in-progress inference component "{arn}" (status {status}).'
+
+
+def component_copy_never_fits(name: str, why: str) -> str:  # [U]
+    return f"A copy of inference component {name} fits no instance: {why}."
+
+
+def component_needs_compute(name: str) -> str:  # [U]
+    return (
+        f"Inference component {name} needs ComputeResourceRequirements with MinMemoryRequiredInMb "
+        "(unless it names a BaseInferenceComponentName)."
+    )
+
+
+def component_copy_count_at_create() -> str:  # [O] stdapi-ai issue #43
+    return "Inference components copy count an integer larger than 0"
+
+
+def component_header_missing() -> str:  # [O] spec §1.8
+    return (
+        "Inference Component Name header is required for endpoints to which you plan to deploy "
+        "inference components. Please include Inference Component Name header or consider using "
+        "SageMaker models."
+    )
+
+
+def component_header_not_allowed() -> str:  # [O] spec §1.8
+    return (
+        "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy "
+        "inference components. Please remove the Inference Component Name header and try again."
+    )
+
+
+def component_not_on_endpoint(name: str, endpoint: str) -> str:  # [U]
+    return f"Inference component {name} is not deployed on endpoint {endpoint}."
+
+
+def component_no_capacity(name: str) -> str:  # [U] recalled, not verified
+    return f"Inference Component {name} has no capacity to process this request."
