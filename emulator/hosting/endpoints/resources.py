@@ -17,8 +17,8 @@ from emulator.errors import (
 )
 from emulator.hosting.endpoints import image_rules
 from emulator.hosting.endpoints.deployments import Deployments
-from emulator.model import deployment as dp
 from emulator.model import component_rules, messages, quota, serverless
+from emulator.model import deployment as dp
 from emulator.model.deployment import DeploymentConfig
 from emulator.model.resources import (
     AsyncInference,
