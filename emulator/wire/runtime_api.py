@@ -28,7 +28,7 @@ from emulator.hosting.fleet.stream import ContainerStream
 from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.sampler import Sampler
 from emulator.model import messages
-from emulator.model.iam_access import INVOKE_ENDPOINT
+from emulator.model.iam_access import INVOKE_ENDPOINT, INVOKE_ENDPOINT_ASYNC
 from emulator.wire import unsupported
 from emulator.wire.access import AccessCheck
 from emulator.wire.errors import runtime_error
@@ -85,12 +85,11 @@ async def read_body(request: web.Request, limit: int) -> bytes:
         raise PayloadTooLarge(messages.request_too_large(limit)) from exc
 
 
-def check_unsupported(members: dict[str, Any]) -> None:
-    if "InferenceComponentName" in members:
-        raise ValidationFailed(
-            "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy "
-            "inference components. Please remove the Inference Component Name header and try again."
-        )
+def check_unsupported(members: dict[str, Any], action: str) -> None:
+    """An asynchronous endpoint never hosts inference components (component_rules): the header is
+    refused there with the text of any endpoint without them (spec §1.8)."""
+    if "InferenceComponentName" in members and action == INVOKE_ENDPOINT_ASYNC:
+        raise ValidationFailed(messages.component_header_not_allowed())
 
 
 #: id(input shape) -> its integer header members (InvokeEndpointAsync's RequestTTLSeconds, ...)
@@ -126,7 +125,7 @@ async def read_invocation(
             members[name] = int(value)
     if access is not None:
         access.invoke_endpoint(request.headers, request.query, members, action)
-    check_unsupported(members)
+    check_unsupported(members, action)
     return members
 
 
@@ -217,6 +216,7 @@ async def invoke_endpoint(
             members.get("TargetContainerHostname"),
             members.get("TargetModel"),
             request_id=request_id,
+            inference_component=members.get("InferenceComponentName"),
         )
     except SmlocalError as exc:
         if hooks is not None and isinstance(exc, ModelFault):

@@ -64,6 +64,7 @@ async def invoke_endpoint_with_response_stream(
             forward,
             members.get("TargetVariant"),
             members.get("TargetContainerHostname"),
+            members.get("InferenceComponentName"),
         )
     except SmlocalError as exc:
         if hooks is not None and isinstance(exc, ModelFault):

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
@@ -27,6 +27,7 @@ from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFlee
 from emulator.hosting.multi_model.host import MultiModelHost
 from emulator.hosting.serverless.capacity import ServerlessHost
 from emulator.model.arns import Account
+from emulator.model.components import InferenceComponent
 from emulator.model.resources import (
     Endpoint,
     EndpointConfig,
@@ -37,6 +38,9 @@ from emulator.model.resources import (
 from emulator.model.store import Registry
 from emulator.model_data.port import ModelDataStore
 from emulator.runtime.base import ContainerHandle, ContainerRuntime
+
+if TYPE_CHECKING:
+    from emulator.hosting.endpoints.component_live import LiveComponent
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,14 @@ class ServiceBase:
     _deployed: dict[str, persistence.Deployed]
     #: wakes invocations waiting for an endpoint being restored after a restart (restoring.py)
     _status_signals: StatusSignals
+    #: inference components as the control plane knows them (persisted: components.json)
+    inference_components: Registry[InferenceComponent]
+    #: lower-cased component name -> its copies and converging task (component_copies.py)
+    _live_components: dict[str, LiveComponent]
+    #: endpoint name -> variant name -> the ids of its instances for components, in launch order
+    _component_hosts: dict[str, dict[str, list[str]]]
+    #: endpoint name -> the running copies found at a restart, adopted when the endpoint serves
+    _component_handles: dict[str, list[ContainerHandle]]
 
     # ------------------------------------------------------------------ offered by service.py
 
@@ -124,6 +136,25 @@ class ServiceBase:
         raise NotImplementedError
 
     def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ offered by updates.py
+
+    async def _retire(self, instances: list[Instance]) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ offered by component_copies.py
+
+    def _host_fleet(self, endpoint_name: str, variant: ProductionVariant) -> VariantFleet:
+        raise NotImplementedError
+
+    async def _set_hosts(self, endpoint_name: str, variant: VariantFleet, count: int) -> None:
+        raise NotImplementedError
+
+    def _components_serving(self, endpoint_name: str) -> None:
+        raise NotImplementedError
+
+    def inference_components_of(self, endpoint_name: str) -> list[InferenceComponent]:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ offered by quotas.py

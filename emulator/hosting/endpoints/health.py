@@ -199,6 +199,8 @@ class InstanceHealth(ServiceBase):
         Until then it is a suspect, which DeleteEndpoint and shutdown stop with the fleet."""
         if name not in self._monitors or instance not in variant.instances:
             return  # not InService (an update owns the fleet), or already handled
+        if variant.component is not None:
+            return  # a component's copy: its exit or failed ping is the component's task's
         variant.remove([instance])
         self._suspects.setdefault(name, []).append(instance)
 

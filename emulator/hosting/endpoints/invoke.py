@@ -35,7 +35,7 @@ from emulator.hosting.endpoints.targets import check_target_container, check_tar
 from emulator.hosting.fleet import pipeline
 from emulator.hosting.fleet.invoker import ContainerReply, FaultContext, with_exit_code
 from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_stream
-from emulator.hosting.fleet.variants import Instance, VariantFleet
+from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.multi_model.host import STOPPED_WHILE_LOADING, TARGET_MODEL_HEADER, InstanceStopped
 from emulator.model import messages, serverless
 from emulator.model.resources import EndpointStatus
@@ -81,7 +81,16 @@ class Invocations(ServiceBase):
         target_container: str | None = None,
         target_model: str | None = None,
         request_id: str = "",
+        inference_component: str | None = None,
     ) -> Invocation:
+        component = await self._component(endpoint_name, inference_component)
+        if component is not None:
+            try:
+                reply = await self._call(endpoint_name, component, body, headers)
+            except ModelFault as fault:
+                fault.variant_name = component.variant.variant_name
+                raise
+            return Invocation(reply, component.variant.variant_name)
         variant = await self._variant(endpoint_name, target_variant, target_container)
         check_target_model(endpoint_name, variant, target_model)
         try:
@@ -98,11 +107,28 @@ class Invocations(ServiceBase):
             raise
         return Invocation(reply, variant.variant.variant_name)
 
-    async def _variant(
-        self, endpoint_name: str, target_variant: str | None, target_container: str | None
-    ) -> VariantFleet:
-        """The variant that answers (TargetVariant, else by weight), TargetContainerHostname checked;
-        an endpoint being restored after a restart is waited for (restoring.py)."""
+    async def _component(self, endpoint_name: str, name: str | None) -> VariantFleet | None:
+        """On an endpoint for inference components, the named component's copies (the header is
+        required there, and refused elsewhere: spec §1.8); None on any other endpoint. A component
+        with no copy in rotation answers SageMaker's no-capacity error."""
+        fleet = await self._endpoint_fleet(endpoint_name)
+        hosts_components = any(v.hosts is not None for v in fleet.variants.values())
+        if not hosts_components:
+            if name is not None:
+                raise ValidationFailed(messages.component_header_not_allowed())
+            return None
+        if name is None:
+            raise ValidationFailed(messages.component_header_missing())
+        live = self._live_components.get(name.lower())
+        if live is None or live.name != name or live.endpoint_name != endpoint_name:
+            raise ValidationFailed(messages.component_not_on_endpoint(name, endpoint_name))
+        if not live.fleet.instances:
+            raise ValidationFailed(messages.component_no_capacity(name))
+        return live.fleet
+
+    async def _endpoint_fleet(self, endpoint_name: str) -> EndpointFleet:
+        """The endpoint's serving fleet; one being restored after a restart is waited for
+        (restoring.py)."""
         fleet = await serving_fleet(
             endpoint_name,
             self._fleets.get,
@@ -116,6 +142,14 @@ class Invocations(ServiceBase):
             )
         if self.async_inference.is_async(endpoint_name):
             raise ValidationFailed(messages.async_endpoint_needs_async_invoke(endpoint_name))
+        return fleet
+
+    async def _variant(
+        self, endpoint_name: str, target_variant: str | None, target_container: str | None
+    ) -> VariantFleet:
+        """The variant that answers (TargetVariant, else by weight), TargetContainerHostname checked;
+        an endpoint being restored after a restart is waited for (restoring.py)."""
+        fleet = await self._endpoint_fleet(endpoint_name)
         variant = fleet.choose(target_variant)
         if variant is None:
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
@@ -287,11 +321,13 @@ class Invocations(ServiceBase):
         headers: CIMultiDict[str],
         target_variant: str | None,
         target_container: str | None = None,
+        inference_component: str | None = None,
     ) -> StreamInvocation:
         """InvokeEndpointWithResponseStream: as `invoke` up to the container's first byte (the same
         choices and ModelFaults), then the container's answer as a ContainerStream. The instance
         counts the request as outstanding until `StreamInvocation.close`."""
-        variant = await self._variant(endpoint_name, target_variant, target_container)
+        component = await self._component(endpoint_name, inference_component)
+        variant = component or await self._variant(endpoint_name, target_variant, target_container)
         if variant.plan is not None and variant.plan.model.multi_model:
             raise ValidationFailed(messages.streaming_multi_model(endpoint_name))
         if variant.variant.serverless is not None:

@@ -60,6 +60,10 @@ class Reconciliation(Deployments):
             names = {v.variant_name for v in endpoint_config.production_variants}
             mine = [h for h in mine if h.labels.get(labels.VARIANT) in names]
             claimed.update(h.id for h in mine)
+            # inference components' copies: adopted by their components once the endpoint serves
+            copies = [h for h in mine if labels.COMPONENT in h.labels]
+            self._component_handles[endpoint.name] = copies
+            mine = [h for h in mine if labels.COMPONENT not in h.labels]
             # [U] an endpoint that was serving shows SystemUpdating (SageMaker's maintenance status)
             # while its containers are adopted or re-launched; one that was being created, Creating
             relaunch = (

@@ -211,6 +211,10 @@ class Resources(Deployments):
         endpoint = self.describe_endpoint(name)
         if endpoint.status in _BUSY:
             raise ResourceInProgress(messages.in_progress(endpoint.arn))
+        components = self.inference_components_of(endpoint.name)
+        if components:  # [U] SageMaker wants them deleted first
+            names = ", ".join(c.name for c in components)
+            raise ValidationFailed(messages.endpoint_has_components(endpoint.arn, names))
         pending = self._quiesce(endpoint.name)
         self._set_status(endpoint.name, EndpointStatus.DELETING)
         fleet = self._fleets.pop(endpoint.name, None)
@@ -233,6 +237,7 @@ class Resources(Deployments):
         self._status_signals.notify(name)
         if status is EndpointStatus.IN_SERVICE:
             self._serve_async(name)
+            self._components_serving(name)
         return updated
 
     def _serve_async(self, name: str) -> None:

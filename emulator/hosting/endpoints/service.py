@@ -26,6 +26,7 @@ from emulator.errors import EngineError
 from emulator.hosting.async_inference.host import AsyncInferenceHost
 from emulator.hosting.endpoints import persistence
 from emulator.hosting.endpoints.base import ServiceBase
+from emulator.hosting.endpoints.components import ComponentOperations
 from emulator.hosting.endpoints.deployments import Deployments
 from emulator.hosting.endpoints.health import InstanceHealth
 from emulator.hosting.endpoints.invoke import Invocations
@@ -42,11 +43,12 @@ from emulator.hosting.fleet.variants import EndpointFleet, Instance
 from emulator.hosting.multi_model.host import MultiModelHost
 from emulator.hosting.serverless.capacity import ServerlessHost
 from emulator.model.arns import Account
+from emulator.model.components import InferenceComponent
 from emulator.model.resources import Endpoint, EndpointConfig, EndpointStatus, Model
 from emulator.model.store import Registry
 from emulator.model_data.port import ModelDataStore
 from emulator.runtime import labels
-from emulator.runtime.base import ContainerRuntime
+from emulator.runtime.base import ContainerHandle, ContainerRuntime
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ def _now() -> datetime:
 
 
 class HostingService(
+    ComponentOperations,
     Invocations,
     EndpointLogs,
     Reconciliation,
@@ -97,6 +100,10 @@ class HostingService(
         #: lower-cased endpoint name -> the config and models it serves (persisted for restarts)
         self._deployed: dict[str, persistence.Deployed] = {}
         self._status_signals = StatusSignals()
+        self.inference_components: Registry[InferenceComponent] = Registry()
+        self._live_components = {}
+        self._component_hosts: dict[str, dict[str, list[str]]] = {}
+        self._component_handles: dict[str, list[ContainerHandle]] = {}
         self.health_check_interval_s = config.health_check_interval_s
         self.invoker = Invoker(config.limits.max_response_bytes, config.limits.invocation_timeout_s)
         self._ping_session: aiohttp.ClientSession | None = None
@@ -143,6 +150,7 @@ class HostingService(
         for endpoint in snapshot.endpoints:
             self.endpoints.put(endpoint)
         self._deployed = {name.lower(): d for name, d in snapshot.deployed.items()}
+        self._load_components()
         await self._reconcile()
 
     async def close(self, stop_containers: bool = True) -> None:
@@ -165,6 +173,7 @@ class HostingService(
             task.cancel()
         await asyncio.gather(*tasks, *finishing, return_exceptions=True)
         await self.serverless.close()  # before the sweep: a cold start stops what it started
+        await self._close_components(stop_containers)
         if stop_containers:
             await asyncio.gather(*list(self._stopping), return_exceptions=True)
             instances = [i for fleet in self._fleets.values() for i in fleet.all_instances()]

@@ -190,6 +190,11 @@ class FleetUpdates(ServiceBase):
         self._watch(name)
 
     async def _scale(self, name: str, variant: VariantFleet) -> None:
+        if variant.hosts is not None:  # instances for inference components: capacity, no container
+            target = variant.desired_count
+            if target is not None and target != len(variant.hosts):
+                await self._set_hosts(name, variant, target)
+            return
         if variant.variant.serverless is not None:  # capacity on demand: hosting/serverless/
             if variant.variant.serverless.provisioned_concurrency and not variant.instances:
                 assert variant.plan is not None  # a new ProvisionedConcurrency: its warm container
@@ -260,6 +265,8 @@ class FleetUpdates(ServiceBase):
             if deployed is not None
             else self.endpoint_configs.get(endpoint.endpoint_config_name)
         )
+        if (current is not None and current.hosts_components) or endpoint_config.hosts_components:
+            raise ValidationFailed(messages.component_endpoint_update_not_yet())
         if (
             current is not None
             and not any(v.serverless is not None for v in current.production_variants)

@@ -86,13 +86,15 @@ class Deployer:
 
     def limits(self, plan: VariantPlan) -> InstanceLimits:
         """What each container of one of the plan's instances gets of its instance type."""
+        if plan.component is not None:
+            return instance_limits.component_limits(self._config, plan, self._host)
         return instance_limits.variant_limits(self._config, plan.variant, plan.model, self._host)
 
     def _digest(self, plan: VariantPlan) -> str:
         return instance_limits.spec_digest(self._config, plan)
 
     def _labels(self, plan: VariantPlan, instance_id: str) -> dict[str, str]:
-        return {
+        found = {
             labels.MANAGED: "true",
             labels.OWNER: self._owner,
             labels.ROLE: "endpoint",
@@ -101,12 +103,18 @@ class Deployer:
             labels.INSTANCE: instance_id,
             labels.SPEC_DIGEST: self._digest(plan),
         }
+        if plan.component is not None:  # an inference component's copy, and where it is placed
+            found[labels.COMPONENT] = plan.component
+            found[labels.HOST] = plan.host_id or ""
+        return found
 
     def _spec(self, plan: VariantPlan, instance_id: str) -> ContainerSpec:
         port = self._config.limits.container_port
         return ContainerSpec(
             image=plan.image.image_id,
-            name=_container_name(plan.endpoint_name, plan.variant.variant_name, instance_id),
+            name=_container_name(
+                plan.endpoint_name, plan.component or plan.variant.variant_name, instance_id
+            ),
             labels={**self._labels(plan, instance_id), labels.CONTAINER_PORT: str(port)},
             environment=plan.environment(),
             model_dir=plan.model_dir,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -128,6 +129,22 @@ def variant_limits(
         mb = variant.serverless.memory_size_mb
         return InstanceLimits(None, mb * 2**20, serverless.vcpus(mb))
     return limits_for(variant.instance_type, enabled(config, model), host)
+
+
+def component_limits(config: ServerConfig, plan: VariantPlan, host: HostResources | None) -> InstanceLimits:
+    """An inference component's copy: its ComputeResourceRequirements within its instance type's
+    limits. The memory limit is MaxMemoryRequiredInMb, else MinMemoryRequiredInMb [U]; the CPU share
+    NumberOfCpuCoresRequired (the instance's, when not given); the GPUs its accelerator devices,
+    rounded up (none on a type without GPUs). Off as the instance limits are (their tag on the
+    component's model, or --no-instance-limits): then the copy runs unlimited."""
+    whole = limits_for(plan.variant.instance_type, enabled(config, plan.model), host)
+    compute = plan.compute
+    if compute is None or whole.memory_limit_bytes is None:
+        return whole
+    memory = min(compute.memory_limit_mb * 2**20, whole.memory_limit_bytes)
+    cpus = whole.cpus if compute.cpus is None else min(compute.cpus, whole.cpus or compute.cpus)
+    devices = math.ceil(compute.accelerators or 0) if whole.gpus else 0
+    return InstanceLimits(whole.instance_type, memory, cpus, devices > 0, devices or None)
 
 
 def plan_warnings(config: ServerConfig, plan: VariantPlan, host: HostResources | None) -> list[str]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emulator.model import platform_env
+from emulator.model.components import ComputeRequirements
 from emulator.model.resources import ContainerDefinition, Model, ProductionVariant
 from emulator.runtime.base import ResolvedImage
 
@@ -59,6 +60,12 @@ class VariantPlan:
     network_image: str | None = None
     #: the (single) container's AdditionalModelDataSources channels: (host folder, mount path)
     channel_dirs: tuple[tuple[Path, str], ...] = ()
+    #: an inference component's copy: the component, what one copy reserves (its container's
+    #: limits: instance_limits.component_limits) and the endpoint instance it is placed on (a label,
+    #: not part of the digest: a copy is adopted after a restart wherever it was placed)
+    component: str | None = None
+    compute: ComputeRequirements | None = None
+    host_id: str | None = None
 
     def spec_digest(self, container_port: int) -> str:
         if self.containers:
@@ -77,6 +84,9 @@ class VariantPlan:
             material["multi_model"] = True
         if self.channel_dirs:  # only then: digests of containers without channels stay as they were
             material["channels"] = _channels(self.channel_dirs)
+        if self.component is not None:
+            material["component"] = self.component
+            material["compute"] = None if self.compute is None else repr(self.compute)
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
 
     def environment(self) -> dict[str, str]:

@@ -26,6 +26,15 @@ __all__ = [
     "component_header_not_allowed",
     "component_not_on_endpoint",
     "component_no_capacity",
+    "endpoint_not_in_service_for_component",
+    "component_unknown_variant",
+    "component_model_not_supported",
+    "component_not_serving",
+    "component_copy_count_negative",
+    "component_adapters_not_yet",
+    "component_endpoint_update_not_yet",
+    "component_update_no_room",
+    "component_model_gone",
 ]
 
 
@@ -138,3 +147,48 @@ def component_not_on_endpoint(name: str, endpoint: str) -> str:  # [U]
 
 def component_no_capacity(name: str) -> str:  # [U] recalled, not verified
     return f"Inference Component {name} has no capacity to process this request."
+
+
+def endpoint_not_in_service_for_component(endpoint: str) -> str:  # [U]
+    return f"Endpoint {endpoint} is not InService: inference components are deployed to serving endpoints."
+
+
+def component_unknown_variant(variant: str, endpoint: str) -> str:  # [U]
+    return f"The variant {variant} does not exist on endpoint {endpoint}."
+
+
+def component_model_not_supported(model: str) -> str:  # [U]
+    return (
+        f"Model {model} has several containers or serves many models: an inference component "
+        "runs one container of one model."
+    )
+
+
+def component_not_serving(name: str, status: str) -> str:  # [U]
+    return f"Inference component {name} is {status}: it cannot be updated (delete it and create it again)."
+
+
+def component_copy_count_negative() -> str:  # [U]
+    return "CopyCount must not be negative."
+
+
+def component_adapters_not_yet() -> str:  # the one refusal text of wire/unsupported.py
+    return (
+        "An inference component with BaseInferenceComponentName (an adapter) is not supported by "
+        "smlocal yet. See docs/api-coverage.md."
+    )
+
+
+def component_endpoint_update_not_yet() -> str:  # the one refusal text of wire/unsupported.py
+    return (
+        "UpdateEndpoint of an endpoint for inference components is not supported by smlocal yet. "
+        "See docs/api-coverage.md."
+    )
+
+
+def component_update_no_room(name: str, pending: int) -> str:  # [U]
+    return f"No instance has room for {pending} more copies of {name} during the update."
+
+
+def component_model_gone(model: str, name: str) -> str:  # [U]
+    return f"Model {model} of inference component {name} no longer exists."
