@@ -26,6 +26,10 @@ __all__ = [
     "component_header_not_allowed",
     "component_not_on_endpoint",
     "component_no_capacity",
+    "component_needs_specification",
+    "component_needs_model",
+    "component_model_and_container",
+    "component_needs_variant",
 ]
 
 
@@ -138,3 +142,28 @@ def component_not_on_endpoint(name: str, endpoint: str) -> str:  # [U]
 
 def component_no_capacity(name: str) -> str:  # [U] recalled, not verified
     return f"Inference Component {name} has no capacity to process this request."
+
+
+def component_needs_specification() -> str:  # [U]
+    """CreateInferenceComponent without Specification (optional in the model since Specifications)."""
+    return "CreateInferenceComponent needs a Specification."
+
+
+def component_needs_model() -> str:  # [U]
+    """A Specification that says neither what to run nor whose adapter it is."""
+    return (
+        "An inference component's Specification needs a ModelName or a Container with an Image "
+        "(unless it names a BaseInferenceComponentName)."
+    )
+
+
+def component_model_and_container() -> str:  # [U]
+    """ModelName and Container both given: two answers to what the copies run."""
+    return "An inference component's Specification names a ModelName or a Container, not both."
+
+
+def component_needs_variant() -> str:  # [U] VariantName is optional in the model
+    return (
+        "CreateInferenceComponent needs a VariantName: the production variant of the endpoint its "
+        "copies are placed on (only an adapter, which names a BaseInferenceComponentName, may omit it)."
+    )
