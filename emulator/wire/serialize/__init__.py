@@ -1,5 +1,6 @@
 """AWS shapes <-> domain values. The only package where SageMaker's PascalCase names appear: requests.py
-(AWS -> domain), responses.py (domain -> AWS), common.py (what both use)."""
+(AWS -> domain), responses.py (domain -> AWS), components.py (inference components, both directions),
+common.py (what they share)."""
 
 from __future__ import annotations
 
