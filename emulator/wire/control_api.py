@@ -123,6 +123,59 @@ async def list_endpoints(svc: HostingService, p: Params) -> dict[str, Any]:
     return _page("Endpoints", [serialize.endpoint_summary(e) for e in items], token)
 
 
+async def create_inference_component(svc: HostingService, p: Params) -> dict[str, Any]:
+    component = svc.create_inference_component(**serialize.create_inference_component_input(p))
+    return {"InferenceComponentArn": component.arn}
+
+
+async def describe_inference_component(svc: HostingService, p: Params) -> dict[str, Any]:
+    """The component as the control plane knows it, with its live copy counts from hosting."""
+    component = svc.describe_inference_component(p["InferenceComponentName"])
+    runtime = svc.inference_component_runtime(component.name)
+    return serialize.describe_inference_component(
+        component, runtime, svc.account.endpoint_arn(component.endpoint_name)
+    )
+
+
+async def list_inference_components(svc: HostingService, p: Params) -> dict[str, Any]:
+    """EndpointNameEquals and VariantNameEquals select before the shared filters and paging, so that a
+    page holds MaxResults of the selected components."""
+    endpoint, variant = p.get("EndpointNameEquals"), p.get("VariantNameEquals")
+    selected = [
+        c
+        for c in svc.inference_components
+        if (endpoint is None or c.endpoint_name == endpoint)
+        and (variant is None or c.variant_name == variant)
+    ]
+    items, token = list_page(
+        selected,
+        _query(p),
+        last_modified=lambda c: c.last_modified_time,
+        status=lambda c: c.status.value,
+    )
+    summaries = [
+        serialize.inference_component_summary(c, svc.account.endpoint_arn(c.endpoint_name)) for c in items
+    ]
+    return _page("InferenceComponents", summaries, token)
+
+
+async def update_inference_component(svc: HostingService, p: Params) -> dict[str, Any]:
+    component = svc.update_inference_component(**serialize.update_inference_component_input(p))
+    return {"InferenceComponentArn": component.arn}
+
+
+async def update_inference_component_runtime_config(svc: HostingService, p: Params) -> dict[str, Any]:
+    component = svc.update_inference_component_runtime_config(
+        **serialize.update_inference_component_runtime_config_input(p)
+    )
+    return {"InferenceComponentArn": component.arn}
+
+
+async def delete_inference_component(svc: HostingService, p: Params) -> dict[str, Any]:
+    svc.delete_inference_component(p["InferenceComponentName"])
+    return {}
+
+
 OPERATIONS: dict[str, Handler] = {
     "CreateModel": create_model,
     "DescribeModel": describe_model,
@@ -138,6 +191,12 @@ OPERATIONS: dict[str, Handler] = {
     "ListEndpoints": list_endpoints,
     "UpdateEndpoint": update_endpoint,
     "UpdateEndpointWeightsAndCapacities": update_endpoint_weights_and_capacities,
+    "CreateInferenceComponent": create_inference_component,
+    "DescribeInferenceComponent": describe_inference_component,
+    "ListInferenceComponents": list_inference_components,
+    "UpdateInferenceComponent": update_inference_component,
+    "UpdateInferenceComponentRuntimeConfig": update_inference_component_runtime_config,
+    "DeleteInferenceComponent": delete_inference_component,
 }
 
 

@@ -18,6 +18,11 @@ def _alarm_name(alarm: Mapping[str, Any]) -> str:
     return str(alarm["AlarmName"])
 
 
+def rollback_alarms(p: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The alarm names of an AutoRollbackConfiguration (endpoints' and inference components' alike)."""
+    return tuple(_alarm_name(a) for a in (p or {}).get("Alarms", []))
+
+
 def _capacity_size(p: Mapping[str, Any] | None) -> dp.CapacitySize | None:
     return None if p is None else dp.CapacitySize(p["Type"], int(p["Value"]))
 
@@ -47,7 +52,7 @@ def deployment_config_input(p: Mapping[str, Any] | None) -> dp.DeploymentConfig 
             ru.get("MaximumExecutionTimeoutInSeconds"),
             _capacity_size(ru.get("RollbackMaximumBatchSize")),
         )
-    alarms = tuple(_alarm_name(a) for a in (p.get("AutoRollbackConfiguration") or {}).get("Alarms", []))
+    alarms = rollback_alarms(p.get("AutoRollbackConfiguration"))
     return dp.DeploymentConfig(blue_green, rolling, alarms)
 
 

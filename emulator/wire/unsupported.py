@@ -56,6 +56,7 @@ def unsupported(feature: str) -> ValidationFailed:
 #: "{member path} {value}", e.g. "ProductionVariant RoutingConfig RoutingStrategy PREFIX_AWARE".
 IMPLEMENTED_VALUES: dict[str, frozenset[str]] = {
     "RoutingStrategy": frozenset({"LEAST_OUTSTANDING_REQUESTS", "RANDOM"}),
+    "InferenceComponentPlacementStrategy": frozenset({"SPREAD", "BINPACK"}),
 }
 
 #: structure shape name -> member -> the feature named in the refusal. Refused whenever present.
@@ -66,9 +67,32 @@ REFUSED_MEMBERS: dict[str, dict[str, str]] = {
         "DataCaptureConfig": "DataCaptureConfig",
     },
     "ProductionVariant": {
-        "ManagedInstanceScaling": "ProductionVariant ManagedInstanceScaling",
         "InstancePools": "ProductionVariant InstancePools",
         "CapacityReservationConfig": "ProductionVariant CapacityReservationConfig",
+    },
+    "ProductionVariantManagedInstanceScalingScaleInPolicy": {
+        "MaximumStepSize": "ProductionVariant ManagedInstanceScaling ScaleInPolicy MaximumStepSize",
+        "CooldownInMinutes": "ProductionVariant ManagedInstanceScaling ScaleInPolicy CooldownInMinutes",
+    },
+    # inference components: one specification per component, no data cache, metrics endpoints,
+    # accelerator partitions or availability-zone balance (smlocal has one zone)
+    "CreateInferenceComponentInput": {"Specifications": "CreateInferenceComponent Specifications"},
+    "UpdateInferenceComponentInput": {"Specifications": "UpdateInferenceComponent Specifications"},
+    "InferenceComponentSpecification": {
+        "DataCacheConfig": "InferenceComponent Specification DataCacheConfig",
+    },
+    "InferenceComponentContainerSpecification": {
+        "ContainerMetricsConfig": "InferenceComponent Specification Container ContainerMetricsConfig",
+    },
+    "InferenceComponentComputeResourceRequirements": {
+        "AcceleratorPartitionType": (
+            "InferenceComponent Specification ComputeResourceRequirements AcceleratorPartitionType"
+        ),
+    },
+    "InferenceComponentSchedulingConfig": {
+        "AvailabilityZoneBalance": (
+            "InferenceComponent Specification SchedulingConfig AvailabilityZoneBalance"
+        ),
     },
     "ProductionVariantRoutingConfig": {
         "PrefixAwareRoutingConfig": "ProductionVariant RoutingConfig PrefixAwareRoutingConfig",

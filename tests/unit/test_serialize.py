@@ -333,7 +333,7 @@ def test_production_variant_explicit_values() -> None:
     assert v.routing_strategy is RoutingStrategy.RANDOM
 
 
-@pytest.mark.parametrize("feature", ["ManagedInstanceScaling", "InstancePools"])
+@pytest.mark.parametrize("feature", ["InstancePools", "CapacityReservationConfig"])
 def test_unsupported_variant_features(feature: str) -> None:
     msg = unsupported(s.production_variant, {"VariantName": "v", "ModelName": "m", feature: {}})
     assert feature in msg
@@ -366,8 +366,10 @@ def test_a_serverless_variant_has_no_instances_and_is_described_with_its_config(
     assert cold.initial_instance_count == 0
 
 
-def test_variant_without_model_name_unsupported() -> None:
-    unsupported(s.production_variant, {"VariantName": "v"})
+def test_a_variant_without_model_name_hosts_inference_components() -> None:
+    v = s.production_variant({"VariantName": "v", "InstanceType": "ml.g5.xlarge"})
+    assert v.model_name is None and v.hosts_components
+    assert "ModelName" not in s.variant_description(v)
 
 
 @pytest.mark.parametrize("feature", ["ShadowProductionVariants", "ExplainerConfig", "DataCaptureConfig"])

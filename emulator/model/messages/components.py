@@ -35,6 +35,10 @@ __all__ = [
     "component_endpoint_update_not_yet",
     "component_update_no_room",
     "component_model_gone",
+    "component_needs_specification",
+    "component_needs_model",
+    "component_model_and_container",
+    "component_needs_variant",
 ]
 
 
@@ -192,3 +196,28 @@ def component_update_no_room(name: str, pending: int) -> str:  # [U]
 
 def component_model_gone(model: str, name: str) -> str:  # [U]
     return f"Model {model} of inference component {name} no longer exists."
+
+
+def component_needs_specification() -> str:  # [U]
+    """CreateInferenceComponent without Specification (optional in the model since Specifications)."""
+    return "CreateInferenceComponent needs a Specification."
+
+
+def component_needs_model() -> str:  # [U]
+    """A Specification that says neither what to run nor whose adapter it is."""
+    return (
+        "An inference component's Specification needs a ModelName or a Container with an Image "
+        "(unless it names a BaseInferenceComponentName)."
+    )
+
+
+def component_model_and_container() -> str:  # [U]
+    """ModelName and Container both given: two answers to what the copies run."""
+    return "An inference component's Specification names a ModelName or a Container, not both."
+
+
+def component_needs_variant() -> str:  # [U] VariantName is optional in the model
+    return (
+        "CreateInferenceComponent needs a VariantName: the production variant of the endpoint its "
+        "copies are placed on (only an adapter, which names a BaseInferenceComponentName, may omit it)."
+    )

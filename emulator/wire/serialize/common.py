@@ -6,9 +6,17 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from emulator.wire.unsupported import unsupported
+from emulator.wire.unsupported import REFUSED_MEMBERS, unsupported
 
-__all__ = ["JSON", "LOCAL_URI_PREFIXES", "epoch_seconds", "is_local_uri", "tags_input", "unsupported"]
+__all__ = [
+    "JSON",
+    "LOCAL_URI_PREFIXES",
+    "epoch_seconds",
+    "is_local_uri",
+    "refuse_members",
+    "tags_input",
+    "unsupported",
+]
 
 JSON = dict[str, Any]
 
@@ -26,3 +34,12 @@ def epoch_seconds(value: datetime) -> float:
 
 def tags_input(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple((t["Key"], t.get("Value", "")) for t in params.get("Tags") or ())
+
+
+def refuse_members(shape: str, params: Mapping[str, Any]) -> None:
+    """Refuse the first member of `params` (a structure of botocore's shape `shape`) that REFUSED_MEMBERS
+    names: the wire refuses them before any handler runs; this refuses them again for callers that
+    parse without the wire's check (tests, the service's own callers)."""
+    for member, feature in REFUSED_MEMBERS.get(shape, {}).items():
+        if member in params:
+            raise unsupported(feature)

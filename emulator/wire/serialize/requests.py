@@ -7,6 +7,7 @@ from typing import Any
 
 from emulator.errors import ValidationFailed
 from emulator.model import messages, serverless
+from emulator.model.components import ManagedInstanceScaling
 from emulator.model.containers import check_containers
 from emulator.model.resources import (
     AdditionalModelData,
@@ -18,9 +19,8 @@ from emulator.model.resources import (
     ServerlessConfig,
 )
 from emulator.model.s3_urls import s3_location
-from emulator.wire.serialize.common import tags_input, unsupported
+from emulator.wire.serialize.common import refuse_members, tags_input, unsupported
 from emulator.wire.serialize_deployment import deployment_config_input
-from emulator.wire.unsupported import REFUSED_MEMBERS
 
 
 def s3_model_data_source(s3: Mapping[str, Any]) -> ModelDataSource:
@@ -106,12 +106,26 @@ def create_model_input(params: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def managed_instance_scaling(m: Mapping[str, Any] | None) -> ManagedInstanceScaling | None:
+    """A variant's ManagedInstanceScaling (its instances follow its inference components' copies).
+    Status absent counts as DISABLED [U]; of ScaleInPolicy only Strategy is implemented."""
+    if m is None:
+        return None
+    policy = m.get("ScaleInPolicy")
+    if policy is not None:
+        refuse_members("ProductionVariantManagedInstanceScalingScaleInPolicy", policy)
+    return ManagedInstanceScaling(
+        enabled=m.get("Status") == "ENABLED",
+        min_instances=m.get("MinInstanceCount"),
+        max_instances=m.get("MaxInstanceCount"),
+        scale_in_strategy=None if policy is None else policy["Strategy"],
+    )
+
+
 def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
-    for feature in REFUSED_MEMBERS["ProductionVariant"]:  # refused before parsing (wire/unsupported.py)
-        if feature in v:  # ... and here too, for callers that parse without the wire's check
-            raise unsupported(f"ProductionVariant {feature}")
-    if "ModelName" not in v:
-        raise unsupported("A production variant without ModelName (inference components)")
+    """A ProductionVariant. Without ModelName it provides instances for inference components
+    (model_name None; model/component_rules.py checks such a config)."""
+    refuse_members("ProductionVariant", v)
     routing = (v.get("RoutingConfig") or {}).get(
         "RoutingStrategy", RoutingStrategy.LEAST_OUTSTANDING_REQUESTS
     )
@@ -121,7 +135,7 @@ def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
         count = serverless.warm_containers(serverless_config)
     return ProductionVariant(
         variant_name=v["VariantName"],
-        model_name=v["ModelName"],
+        model_name=v.get("ModelName"),
         initial_instance_count=count,
         instance_type=v.get("InstanceType"),
         initial_variant_weight=float(v.get("InitialVariantWeight", 1.0)),
@@ -130,6 +144,7 @@ def production_variant(v: Mapping[str, Any]) -> ProductionVariant:
         routing_strategy=RoutingStrategy(routing),
         volume_size_gb=v.get("VolumeSizeInGB"),
         serverless=serverless_config,
+        managed_instance_scaling=managed_instance_scaling(v.get("ManagedInstanceScaling")),
     )
 
 
@@ -149,15 +164,14 @@ def serverless_input(v: Mapping[str, Any]) -> ServerlessConfig | None:
 
 
 def create_endpoint_config_input(params: Mapping[str, Any]) -> dict[str, Any]:
-    for feature in REFUSED_MEMBERS["CreateEndpointConfigInput"]:
-        if feature in params:
-            raise unsupported(feature)
+    refuse_members("CreateEndpointConfigInput", params)
     return {
         "name": params["EndpointConfigName"],
         "variants": tuple(production_variant(v) for v in params["ProductionVariants"]),
         "kms_key_id": params.get("KmsKeyId"),
         "tags": tags_input(params),
         "async_inference": async_inference_input(params.get("AsyncInferenceConfig")),
+        "execution_role_arn": params.get("ExecutionRoleArn"),
     }
 
 

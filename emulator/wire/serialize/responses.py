@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from emulator.model.components import ManagedInstanceScaling
 from emulator.model.resources import (
     AsyncInference,
     ContainerDefinition,
@@ -21,6 +22,18 @@ def _serverless(c: ServerlessConfig) -> JSON:
     out: JSON = {"MemorySizeInMB": c.memory_size_mb, "MaxConcurrency": c.max_concurrency}
     if c.provisioned_concurrency is not None:
         out["ProvisionedConcurrency"] = c.provisioned_concurrency
+    return out
+
+
+def managed_instance_scaling_output(m: ManagedInstanceScaling) -> JSON:
+    """A variant's ManagedInstanceScaling as DescribeEndpointConfig and DescribeEndpoint show it."""
+    out: JSON = {"Status": "ENABLED" if m.enabled else "DISABLED"}
+    if m.min_instances is not None:
+        out["MinInstanceCount"] = m.min_instances
+    if m.max_instances is not None:
+        out["MaxInstanceCount"] = m.max_instances
+    if m.scale_in_strategy is not None:
+        out["ScaleInPolicy"] = {"Strategy": m.scale_in_strategy}
     return out
 
 
@@ -98,13 +111,12 @@ def describe_model(m: Model) -> JSON:
 
 
 def variant_description(v: ProductionVariant) -> JSON:
-    out: JSON = {
-        "VariantName": v.variant_name,
-        "ModelName": v.model_name,
-        "InitialInstanceCount": v.initial_instance_count,
-        "InitialVariantWeight": v.initial_variant_weight,
-        "RoutingConfig": {"RoutingStrategy": v.routing_strategy.value},
-    }
+    out: JSON = {"VariantName": v.variant_name}
+    if v.model_name is not None:  # None: a variant for inference components
+        out["ModelName"] = v.model_name
+    out["InitialInstanceCount"] = v.initial_instance_count
+    out["InitialVariantWeight"] = v.initial_variant_weight
+    out["RoutingConfig"] = {"RoutingStrategy": v.routing_strategy.value}
     if v.serverless is not None:  # no instances: ServerlessConfig instead of InitialInstanceCount
         del out["InitialInstanceCount"]
         out["ServerlessConfig"] = _serverless(v.serverless)
@@ -116,6 +128,8 @@ def variant_description(v: ProductionVariant) -> JSON:
         out["ModelDataDownloadTimeoutInSeconds"] = v.model_data_download_timeout_s
     if v.volume_size_gb is not None:
         out["VolumeSizeInGB"] = v.volume_size_gb
+    if v.managed_instance_scaling is not None:
+        out["ManagedInstanceScaling"] = managed_instance_scaling_output(v.managed_instance_scaling)
     return out
 
 
@@ -130,6 +144,8 @@ def describe_endpoint_config(c: EndpointConfig) -> JSON:
         out["KmsKeyId"] = c.kms_key_id
     if c.async_inference is not None:
         out["AsyncInferenceConfig"] = _async_inference(c.async_inference)
+    if c.execution_role_arn:
+        out["ExecutionRoleArn"] = c.execution_role_arn
     return out
 
 
@@ -202,22 +218,18 @@ def _variant_summary(v: VariantSummary) -> JSON:
             "DesiredServerlessConfig": _serverless(v.serverless),
             **_variant_statuses(v),
         }
-    return {
+    out: JSON = {
         "VariantName": v.variant_name,
-        "DeployedImages": [
-            {
-                "SpecifiedImage": d.specified_image,
-                "ResolvedImage": d.resolved_image,
-                "ResolutionTime": epoch_seconds(d.resolution_time),
-            }
-            for d in v.deployed_images
-        ],
+        "DeployedImages": _deployed_images(v),
         "CurrentWeight": v.current_weight,
         "DesiredWeight": v.desired_weight,
         "CurrentInstanceCount": v.current_instance_count,
         "DesiredInstanceCount": v.desired_instance_count,
         **_variant_statuses(v),
     }
+    if v.managed_instance_scaling is not None:
+        out["ManagedInstanceScaling"] = managed_instance_scaling_output(v.managed_instance_scaling)
+    return out
 
 
 def model_summary(m: Model) -> JSON:
