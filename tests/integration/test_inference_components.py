@@ -171,7 +171,11 @@ def test_two_components_with_their_own_images_on_one_endpoint(
         for name, copies in (("ic-echo", 2), ("ic-fastapi", 1)):
             ready = wait_component(env, name)
             assert ready["InferenceComponentStatus"] == "InService", ready.get("FailureReason")
-            assert ready["RuntimeConfig"] == {"DesiredCopyCount": copies, "CurrentCopyCount": copies}
+            assert ready["RuntimeConfig"] == {
+                "DesiredCopyCount": copies,
+                "CurrentCopyCount": copies,
+                "PlacementStatus": [{"InstanceType": INSTANCE_TYPE, "CurrentCopyCount": copies}],
+            }
         fastapi = env.sm.describe_inference_component(InferenceComponentName="ic-fastapi")
         assert fastapi["Specification"]["Container"]["DeployedImage"]["SpecifiedImage"] == fastapi_image
 
@@ -191,7 +195,9 @@ def test_two_components_with_their_own_images_on_one_endpoint(
         for t in threads:
             t.join()
         assert replies["ic-echo"] == [b"echo"] * 15
-        assert replies["ic-fastapi"] == [json.dumps({"predictions": {"i": i}}).encode() for i in range(15)]
+        assert [json.loads(r) for r in replies["ic-fastapi"]] == [
+            {"predictions": {"i": i}} for i in range(15)
+        ]
 
         # copies are containers with the reservation as their limits, spread over both instances
         echo_copies = copies_of(docker_engine, env, "ic-echo")
@@ -218,7 +224,9 @@ def test_two_components_with_their_own_images_on_one_endpoint(
         assert (code, status) == ("ValidationException", 400)
         assert "it hosts inference components (ic-echo, ic-fastapi)" in message
 
-        listed = env.sm.list_inference_components(EndpointNameEquals=endpoint, SortBy="Name")
+        listed = env.sm.list_inference_components(
+            EndpointNameEquals=endpoint, SortBy="Name", SortOrder="Ascending"
+        )
         assert [c["InferenceComponentName"] for c in listed["InferenceComponents"]] == [
             "ic-echo",
             "ic-fastapi",
@@ -238,7 +246,8 @@ def test_a_copy_with_no_room_is_pending_until_an_instance_is_added(
         create_component(env, "ic-big", endpoint, copies=4, compute=BIG)
         described = wait_component(env, "ic-big")
         assert described["InferenceComponentStatus"] == "InService"
-        assert described["RuntimeConfig"] == {"DesiredCopyCount": 4, "CurrentCopyCount": 3}
+        runtime = described["RuntimeConfig"]
+        assert (runtime["DesiredCopyCount"], runtime["CurrentCopyCount"]) == (4, 3)
         assert len(copies_of(docker_engine, env, "ic-big")) == 3
 
         env.sm.update_endpoint_weights_and_capacities(

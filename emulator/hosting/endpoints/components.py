@@ -44,6 +44,8 @@ class ComponentOperations(ComponentCopies):
         tags: tuple[tuple[str, str], ...] = (),
     ) -> InferenceComponent:
         arn = self.account.inference_component_arn(name)
+        if spec.base_component_name is not None:  # no variant or copies of its own: refused first
+            raise ValidationFailed(messages.component_adapters_not_yet())
         if name in self.inference_components:
             raise ResourceAlreadyExists(messages.already_exists("inference-component", arn))
         endpoint = self.describe_endpoint(endpoint_name)

@@ -227,6 +227,8 @@ def _variant_summary(v: VariantSummary) -> JSON:
         "DesiredInstanceCount": v.desired_instance_count,
         **_variant_statuses(v),
     }
+    if not v.deployed_images:  # [U] a variant for inference components runs no image of its own
+        del out["DeployedImages"]
     if v.managed_instance_scaling is not None:
         out["ManagedInstanceScaling"] = managed_instance_scaling_output(v.managed_instance_scaling)
     return out
