@@ -80,6 +80,17 @@ class ResourceInProgress(ValidationFailed):
     """A mutation was refused because the endpoint is changing state."""
 
 
+class NoCapacity(ValidationFailed):
+    """An invocation of an inference component with no copy in rotation (scaled to zero, or none
+    started yet): counted as NoCapacityInvocationFailures (the scale-out-from-zero alarm's metric)."""
+
+    def __init__(self, message: str, endpoint_name: str, variant_name: str, component_name: str) -> None:
+        super().__init__(message)
+        self.endpoint_name = endpoint_name
+        self.variant_name = variant_name
+        self.component_name = component_name
+
+
 class ModelDataNotFound(ValidationFailed):
     """The model data a CreateModel call points at does not exist."""
 

@@ -152,6 +152,15 @@ class ComponentCopies(ServiceBase):
         if live is not None:
             live.wake.set()
 
+    def component_load(self, name: str) -> tuple[int, int] | None:
+        """(requests in flight on its copies, copies in rotation) of a serving component, None for
+        one that does not serve: ConcurrentRequestsPerCopy's sample."""
+        live = self._live_components.get(name.lower())
+        if live is None:
+            return None
+        copies = list(live.fleet.instances)
+        return sum(c.outstanding for c in copies), len(copies)
+
     def inference_component_runtime(self, name: str) -> ComponentRuntime | None:
         record = self.inference_components.get(name)
         live = self._live_components.get(name.lower())

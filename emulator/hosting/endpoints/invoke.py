@@ -26,6 +26,7 @@ from emulator.errors import (
     ModelFault,
     ModelResponseTooLarge,
     ModelUnreachable,
+    NoCapacity,
     ValidationFailed,
 )
 from emulator.hosting.async_inference.queue import AsyncRequest
@@ -52,6 +53,8 @@ class NoInstanceInRotation(ModelUnreachable):
 class Invocation:
     reply: ContainerReply
     variant_name: str
+    #: the inference component that answered (None on any other endpoint)
+    component_name: str | None = None
 
 
 @dataclass
@@ -63,6 +66,8 @@ class StreamInvocation:
     variant_name: str
     instance: Instance
     closed: bool = False
+    #: the inference component that answers (None on any other endpoint)
+    component_name: str | None = None
 
     def close(self) -> None:
         if not self.closed:
@@ -90,7 +95,7 @@ class Invocations(ServiceBase):
             except ModelFault as fault:
                 fault.variant_name = component.variant.variant_name
                 raise
-            return Invocation(reply, component.variant.variant_name)
+            return Invocation(reply, component.variant.variant_name, component.component)
         variant = await self._variant(endpoint_name, target_variant, target_container)
         check_target_model(endpoint_name, variant, target_model)
         try:
@@ -123,7 +128,7 @@ class Invocations(ServiceBase):
         if live is None or live.name != name or live.endpoint_name != endpoint_name:
             raise ValidationFailed(messages.component_not_on_endpoint(name, endpoint_name))
         if not live.fleet.instances:
-            raise ValidationFailed(messages.component_no_capacity(name))
+            raise NoCapacity(messages.component_no_capacity(name), endpoint_name, live.variant_name, name)
         return live.fleet
 
     async def _endpoint_fleet(self, endpoint_name: str) -> EndpointFleet:
@@ -355,7 +360,9 @@ class Invocations(ServiceBase):
         except ModelFault as fault:
             fault.variant_name = variant.variant.variant_name
             raise
-        return StreamInvocation(stream, variant.variant.variant_name, instance)
+        return StreamInvocation(
+            stream, variant.variant.variant_name, instance, component_name=variant.component
+        )
 
     async def _call_model(
         self, endpoint_name: str, variant: VariantFleet, body: bytes, headers: CIMultiDict[str], target: str
