@@ -495,11 +495,8 @@ class _Account:
 class _Components:
     """The part of HostingService ListInferenceComponents reads."""
 
-    items: list[InferenceComponent]
+    inference_components: list[InferenceComponent]  # HostingService's is a Registry (iterable)
     account: _Account
-
-    def inference_components(self) -> list[InferenceComponent]:
-        return list(self.items)
 
 
 def test_list_selects_endpoint_and_variant_before_paging() -> None:

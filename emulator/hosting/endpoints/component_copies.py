@@ -144,6 +144,8 @@ class ComponentCopies(ServiceBase):
             record.spec,
             adopt=list(adopt or ()),
         )
+        if adopt is None:  # a new component: nothing to wait for
+            live.restored.set()
         self._live_components[record.name.lower()] = live
         live.task = asyncio.ensure_future(self._component_loop(live))
 
@@ -189,6 +191,7 @@ class ComponentCopies(ServiceBase):
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure is the component's FailureReason
                 failure = failure_reason(live.endpoint_name, exc)
+            live.restored.set()
             record = self.inference_components.get(live.name)
             if record is None or record.status is ComponentStatus.DELETING:
                 return
@@ -532,7 +535,7 @@ class ComponentCopies(ServiceBase):
                 for handle in mine:
                     self._stop_handle_in_background(endpoint_name, handle)
                 continue
-            self._start_component(record, mine)
+            self._start_component(record, mine)  # `mine` may be empty: still a restore
 
     async def _close_components(self, stop_containers: bool) -> None:
         lives = list(self._live_components.values())

@@ -35,6 +35,9 @@ class LiveComponent:
     task: asyncio.Task[None] | None = None
     #: the running containers of this component found after a restart, adopted by its first step
     adopt: list[ContainerHandle] = field(default_factory=list)
+    #: set once the first step after a restart is over: until then an invocation waits for its
+    #: copies (as one waits for an endpoint being restored) instead of meeting no capacity
+    restored: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def need(self) -> Need:

@@ -13,6 +13,8 @@ then the container's answer handed on as it is written (fleet/stream.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -127,6 +129,11 @@ class Invocations(ServiceBase):
         live = self._live_components.get(name.lower())
         if live is None or live.name != name or live.endpoint_name != endpoint_name:
             raise ValidationFailed(messages.component_not_on_endpoint(name, endpoint_name))
+        if not live.fleet.instances and not live.restored.is_set():
+            # [U] after a restart its copies start again: waited for, as a restored endpoint is
+            # (restoring.py), within the invocation timeout
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(live.restored.wait(), self.config.limits.invocation_timeout_s)
         if not live.fleet.instances:
             raise NoCapacity(messages.component_no_capacity(name), endpoint_name, live.variant_name, name)
         return live.fleet
