@@ -264,6 +264,43 @@ def test_a_copy_with_no_room_is_pending_until_an_instance_is_added(
         delete_all(env, endpoint, ["ic-big"])
 
 
+def test_managed_instance_scaling_adds_instances_for_pending_copies_and_removes_idle_ones(
+    env: Smlocal,
+) -> None:
+    endpoint = "ic-managed"
+    managed = {"Status": "ENABLED", "MinInstanceCount": 0, "MaxInstanceCount": 2}
+    described = create_endpoint(env, endpoint, count=1, ManagedInstanceScaling=managed)
+    try:
+        assert described["ProductionVariants"][0]["ManagedInstanceScaling"] == managed
+        create_component(env, "ic-grown", endpoint, copies=5, compute=BIG)
+        described = wait_copies(env, "ic-grown", 5)  # 3 on the first instance, 2 on the one added
+        variant = env.sm.describe_endpoint(EndpointName=endpoint)["ProductionVariants"][0]
+        assert (variant["CurrentInstanceCount"], variant["DesiredInstanceCount"]) == (2, 2)
+
+        env.sm.update_inference_component_runtime_config(
+            InferenceComponentName="ic-grown", DesiredRuntimeConfig={"CopyCount": 7}
+        )
+        described = wait_component(env, "ic-grown")  # the maximum is 2 instances: 6 copies fit
+        assert described["RuntimeConfig"]["CurrentCopyCount"] == 6
+
+        env.sm.update_inference_component_runtime_config(
+            InferenceComponentName="ic-grown", DesiredRuntimeConfig={"CopyCount": 0}
+        )
+        wait_copies(env, "ic-grown", 0)
+        variant = env.sm.describe_endpoint(EndpointName=endpoint)["ProductionVariants"][0]
+        assert variant["CurrentInstanceCount"] == 0  # MinInstanceCount 0: no instance is kept
+
+        env.sm.update_inference_component_runtime_config(
+            InferenceComponentName="ic-grown", DesiredRuntimeConfig={"CopyCount": 1}
+        )
+        wait_copies(env, "ic-grown", 1)
+        variant = env.sm.describe_endpoint(EndpointName=endpoint)["ProductionVariants"][0]
+        assert variant["CurrentInstanceCount"] == 1
+        assert invoke(env, endpoint, "ic-grown", b"again") == b"again"
+    finally:
+        delete_all(env, endpoint, ["ic-grown"])
+
+
 def test_copies_scale_in_to_zero_and_back_out(env: Smlocal, docker_engine: docker.DockerClient) -> None:
     endpoint = "ic-zero"
     create_endpoint(env, endpoint, count=1)

@@ -130,6 +130,48 @@ class ComponentCopies(ServiceBase):
         self._persist_components()
         self._wake_endpoint_components(endpoint_name)
 
+    def _grow(self, endpoint_name: str, variant: VariantFleet, pending: int, need: Need) -> bool:
+        """ManagedInstanceScaling: instances added for `pending` copies, up to its maximum; whether
+        any was added."""
+        managed = variant.variant.managed_instance_scaling
+        hosts = variant.hosts
+        assert hosts is not None
+        per_instance = placement.copies_per_instance(self._capacity(variant.variant.instance_type), need)
+        initial = variant.variant.initial_instance_count
+        added = placement.scale_out(len(hosts), pending, managed, initial, per_instance)
+        if not added:
+            return False
+        variant.hosts = hosts + [new_instance_id() for _ in range(added)]
+        self._hosts_changed(endpoint_name, variant, f"{added} instance(s) added for {pending} pending copies")
+        return True
+
+    def _shrink_idle(self, endpoint_name: str, variant: VariantFleet) -> None:
+        """ManagedInstanceScaling: instances that host no copy go, down to its minimum (0 allowed)."""
+        managed = variant.variant.managed_instance_scaling
+        if managed is None or not managed.enabled or variant.hosts is None:
+            return
+        if any(
+            live.pending for live in self._live_components.values() if live.endpoint_name == endpoint_name
+        ):
+            return  # another component waits for room: it may take an idle instance
+        loads = self._loads(endpoint_name, variant)
+        idle = set(placement.idle_to_remove(loads, managed, variant.variant.initial_instance_count))
+        if not idle:
+            return
+        variant.hosts = [h for h in variant.hosts if h not in idle]
+        self._hosts_changed(endpoint_name, variant, f"{len(idle)} idle instance(s) removed")
+
+    def _hosts_changed(self, endpoint_name: str, variant: VariantFleet, why: str) -> None:
+        assert variant.hosts is not None
+        variant.desired_count = len(variant.hosts)
+        self._component_hosts.setdefault(endpoint_name, {})[variant.variant.variant_name] = variant.hosts
+        self._persist_components()
+        self.deployer.platform_log(
+            endpoint_name,
+            f"{variant.variant.variant_name}: managed instance scaling: {why}; {len(variant.hosts)} now",
+        )
+        self._wake_endpoint_components(endpoint_name)
+
     # ------------------------------------------------------------------ a component's copies
 
     def _start_component(
@@ -321,6 +363,7 @@ class ComponentCopies(ServiceBase):
             self.deployer.platform_log(live.endpoint_name, f"{live.name}: {len(victims)} copies stopping")
             await self._retire(victims)
             self._wake_endpoint_components(live.endpoint_name)  # room for pending copies elsewhere
+            self._shrink_idle(live.endpoint_name, variant)
 
     async def _add_copies(
         self, live: LiveComponent, plan: VariantPlan, count: int, variant: VariantFleet
@@ -330,6 +373,9 @@ class ComponentCopies(ServiceBase):
         loads = self._loads(live.endpoint_name, variant)
         need = Need.of(plan.compute)
         decided = placement.place(loads, live.name, need, count, live.spec.placement)
+        if decided.pending and self._grow(live.endpoint_name, variant, decided.pending, need):
+            loads = self._loads(live.endpoint_name, variant)
+            decided = placement.place(loads, live.name, need, count, live.spec.placement)
         live.pending = decided.pending
         placeholders = [f"starting-{n}-{new_instance_id()}" for n in range(len(decided.assigned))]
         live.reserved.update(zip(placeholders, decided.assigned, strict=True))

@@ -190,6 +190,9 @@ class ComponentOperations(ComponentCopies):
                 self._forget_copy(live, copy)
             await self._retire(copies)
             self._wake_endpoint_components(live.endpoint_name)
+            variant = self._host_variant(live)
+            if variant is not None:
+                self._shrink_idle(live.endpoint_name, variant)
         record = self.inference_components.remove(name)
         self._persist_components()
         if record is not None:
