@@ -17,8 +17,8 @@ from emulator.errors import (
     ResourceNotFound,
     ValidationFailed,
 )
-from emulator.hosting.endpoints.component_copies import ComponentCopies
 from emulator.hosting.endpoints.component_live import LiveComponent
+from emulator.hosting.endpoints.component_rollout import ComponentRollout
 from emulator.model import messages
 from emulator.model.components import (
     ComponentDeploymentConfig,
@@ -33,7 +33,7 @@ from emulator.model.resources import EndpointStatus
 _BUSY = (ComponentStatus.CREATING, ComponentStatus.UPDATING, ComponentStatus.DELETING)
 
 
-class ComponentOperations(ComponentCopies):
+class ComponentOperations(ComponentRollout):
     def create_inference_component(
         self,
         name: str,
