@@ -16,6 +16,9 @@ from datetime import datetime
 #: Where an adapter's artifact is found inside its base's container [U]: the folder the LMI / TGI
 #: style containers read LoRA adapters from (docs/inference-components.md).
 ADAPTER_ROOT = "/opt/ml/adapters"
+#: The header an adapter's invocation reaches its base's container with (SageMaker's adapter API, as
+#: AWS's model_hosting_container_standards reads it): the adapter's name.
+ADAPTER_HEADER = "X-Amzn-SageMaker-Adapter-Identifier"
 
 
 class ComponentStatus(enum.StrEnum):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,7 +23,8 @@ from botocore.exceptions import ClientError
 
 from emulator.runtime import labels
 from emulator.runtime.labels import owner_id
-from tests.fixtures.smlocal_server import Smlocal, error_of, start_smlocal
+from tests.fixtures.s3server import make_s3_client
+from tests.fixtures.smlocal_server import Smlocal, error_of, model_tar, start_smlocal
 
 pytestmark = pytest.mark.docker
 
@@ -497,3 +499,71 @@ def test_a_restart_adopts_the_running_copies(
         delete_all(second, endpoint, ["ic-kept"])
         second.server.stop()
     assert copies_of(docker_engine, second, "ic-kept") == []
+
+
+def test_an_adapter_is_served_by_its_base_copies(
+    smlocal: Smlocal, s3_server: str, tmp_path: Any, docker_engine: docker.DockerClient
+) -> None:
+    """An adapter component (BaseInferenceComponentName, its artifact in Container.ArtifactUrl) is
+    registered in every copy of its base through SageMaker's adapter API (POST /adapters), a copy
+    added later included; invoked by its name it reaches a base copy with
+    X-Amzn-SageMaker-Adapter-Identifier; its base cannot go first; deleted, it is unregistered."""
+    env = smlocal
+    s3 = make_s3_client(s3_server)
+    bucket = f"ic-adapters-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    archive = model_tar(tmp_path / "adapter.tar.gz", {"adapter.txt": b"tuned"})
+    s3.upload_file(str(archive), bucket, "lora/adapter.tar.gz")
+    endpoint = "ic-adapters"
+    create_endpoint(env, endpoint, count=1)
+    names = ["ic-lora", "ic-lora-missing", "ic-base"]
+    try:
+        create_component(env, "ic-base", endpoint, copies=2)
+        wait_copies(env, "ic-base", 2)
+        for name, url in (
+            ("ic-lora", f"s3://{bucket}/lora/adapter.tar.gz"),
+            ("ic-lora-missing", f"s3://{bucket}/lora/missing.tar.gz"),
+        ):
+            env.sm.create_inference_component(
+                InferenceComponentName=name,
+                EndpointName=endpoint,
+                Specification={"BaseInferenceComponentName": "ic-base", "Container": {"ArtifactUrl": url}},
+            )
+        assert wait_component(env, "ic-lora")["InferenceComponentStatus"] == "InService"
+        missing = wait_component(env, "ic-lora-missing")
+        assert (
+            missing["InferenceComponentStatus"] == "Failed" and "missing.tar.gz" in missing["FailureReason"]
+        )
+
+        assert {invoke(env, endpoint, "ic-lora") for _ in range(6)} == {b"adapter=ic-lora:tuned"}
+        assert invoke(env, endpoint, "ic-base", b"plain") == b"plain"
+        with pytest.raises(ClientError) as first:
+            env.sm.delete_inference_component(InferenceComponentName="ic-base")
+        assert error_of(first)[2] == (
+            "Inference component ic-base is the base of adapters (ic-lora): delete them first."
+        )
+
+        env.sm.update_inference_component_runtime_config(
+            InferenceComponentName="ic-base", DesiredRuntimeConfig={"CopyCount": 3}
+        )
+        wait_copies(env, "ic-base", 3)
+        copies = copies_of(docker_engine, env, "ic-base")
+        assert len(copies) == 3
+        for c in copies:  # the copy added later was told too, before it joined rotation
+            assert b"echo: adapter ic-lora registered from /opt/ml/adapters/ic-lora" in c.logs()
+
+        env.sm.delete_inference_component(InferenceComponentName="ic-lora")
+        deadline = time.monotonic() + 30
+        while any(
+            c["InferenceComponentName"] == "ic-lora"
+            for c in env.sm.list_inference_components()["InferenceComponents"]
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        for c in copies:
+            assert b"echo: adapter ic-lora unregistered" in c.logs()
+        with pytest.raises(ClientError) as gone:
+            invoke(env, endpoint, "ic-lora")
+        assert error_of(gone)[2] == "Inference component ic-lora is not deployed on endpoint ic-adapters."
+    finally:
+        delete_all(env, endpoint, names)

@@ -10,6 +10,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -33,6 +34,7 @@ from emulator.model.resources import (
     EndpointConfig,
     EndpointStatus,
     Model,
+    ModelDataSource,
     ProductionVariant,
 )
 from emulator.model.store import Registry
@@ -136,6 +138,11 @@ class ServiceBase:
         raise NotImplementedError
 
     def _remember_deployed(self, name: str, endpoint_config: EndpointConfig) -> None:
+        raise NotImplementedError
+
+    async def _materialize(
+        self, endpoint_name: str, variant: ProductionVariant, source: ModelDataSource, deadline: float
+    ) -> Path:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ offered by updates.py

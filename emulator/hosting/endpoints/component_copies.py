@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 from datetime import UTC, datetime
+from pathlib import Path
 
 from emulator.errors import DeploymentFailed
 from emulator.hosting.endpoints.base import failure_reason
@@ -32,6 +34,7 @@ from emulator.hosting.fleet.plan import VariantPlan
 from emulator.hosting.fleet.variants import Instance, VariantFleet, new_instance_id
 from emulator.model import placement
 from emulator.model.components import (
+    ADAPTER_ROOT,
     ComponentRuntime,
     ComponentStatus,
     DeployedComponentImage,
@@ -281,6 +284,12 @@ class ComponentCopies(ComponentHosts):
                 live.copies.append(copy)
                 live.host_of[copy.instance_id] = host
                 started.append(copy)
+        if started:
+            try:
+                await self._copies_started(live, started)
+            except BaseException:
+                await asyncio.shield(self._stop_copies(live, started))
+                raise
         live.fleet.add(started)
         if started:
             self.deployer.platform_log(live.endpoint_name, f"{live.name}: {len(started)} copies serving")
@@ -294,6 +303,14 @@ class ComponentCopies(ComponentHosts):
 
     async def _roll_out(self, live: LiveComponent, record: InferenceComponent, variant: VariantFleet) -> None:
         raise NotImplementedError  # component_rollout.py
+
+    def _adapter_restored(self, record: InferenceComponent) -> None:
+        """After a restart: an adapter being created is loaded again, one being deleted goes
+        (component_adapters.py)."""
+
+    async def _copies_started(self, live: LiveComponent, copies: list[Instance]) -> None:
+        """New copies are healthy, not yet in rotation: the base's adapters are loaded into them
+        (component_adapters.py)."""
 
     async def _component_plan(self, record: InferenceComponent) -> VariantPlan:
         """What every copy starts from: the component's model (the named one, or one made of its
@@ -312,7 +329,15 @@ class ComponentCopies(ComponentHosts):
             routing_strategy=host.routing_strategy,
         )
         plan = await self._plan(record.endpoint_name, variant, model)
-        return dataclasses.replace(plan, component=record.name, compute=spec.compute)
+        adapters = self._adapters_dir(record.endpoint_name, record.name)
+        await self.executors.model_data(functools.partial(adapters.mkdir, parents=True, exist_ok=True))
+        mounts = (*plan.channel_dirs, (adapters, ADAPTER_ROOT))  # adapters appear there (read-only)
+        return dataclasses.replace(plan, component=record.name, compute=spec.compute, channel_dirs=mounts)
+
+    def _adapters_dir(self, endpoint_name: str, base: str) -> Path:
+        """The host folder of a base component's adapters, mounted in each of its copies at
+        ADAPTER_ROOT: one folder per adapter (component_adapters.py)."""
+        return self.config.state_dir / "adapters" / endpoint_name / base
 
     def _component_model(self, record: InferenceComponent) -> Model:
         spec = record.spec
@@ -350,6 +375,9 @@ class ComponentCopies(ComponentHosts):
         their running copies; a component being deleted finishes its deletion."""
         for record in self.inference_components:
             if record.endpoint_name != endpoint_name or record.name.lower() in self._live_components:
+                continue
+            if record.spec.adapter:  # no copies: loaded into its base's (component_adapters.py)
+                self._adapter_restored(record)
                 continue
             mine = [h for h in handles if h.labels.get(labels.COMPONENT) == record.name]
             if record.status is ComponentStatus.DELETING:

@@ -17,8 +17,8 @@ from emulator.errors import (
     ResourceNotFound,
     ValidationFailed,
 )
+from emulator.hosting.endpoints.component_adapters import ComponentAdapters
 from emulator.hosting.endpoints.component_live import LiveComponent
-from emulator.hosting.endpoints.component_rollout import ComponentRollout
 from emulator.model import messages
 from emulator.model.components import (
     ComponentDeploymentConfig,
@@ -33,7 +33,7 @@ from emulator.model.resources import EndpointStatus
 _BUSY = (ComponentStatus.CREATING, ComponentStatus.UPDATING, ComponentStatus.DELETING)
 
 
-class ComponentOperations(ComponentRollout):
+class ComponentOperations(ComponentAdapters):
     def create_inference_component(
         self,
         name: str,
@@ -44,11 +44,11 @@ class ComponentOperations(ComponentRollout):
         tags: tuple[tuple[str, str], ...] = (),
     ) -> InferenceComponent:
         arn = self.account.inference_component_arn(name)
-        if spec.base_component_name is not None:  # no variant or copies of its own: refused first
-            raise ValidationFailed(messages.component_adapters_not_yet())
         if name in self.inference_components:
             raise ResourceAlreadyExists(messages.already_exists("inference-component", arn))
         endpoint = self.describe_endpoint(endpoint_name)
+        if spec.base_component_name is not None:  # no variant or copies of its own: its base's
+            return self._create_adapter(name, endpoint.name, spec, tags)
         fleet = self._fleets.get(endpoint.name)
         if endpoint.status is not EndpointStatus.IN_SERVICE or fleet is None:
             if endpoint.status in (EndpointStatus.CREATING, EndpointStatus.UPDATING):
@@ -81,10 +81,10 @@ class ComponentOperations(ComponentRollout):
         return record
 
     def _check_spec(self, name: str, spec: ComponentSpec, instance_type: str | None) -> None:
-        """What is refused at once: a base named that does not exist (adapters are not served yet),
-        a model that does not exist or cannot be a component, a copy bigger than a whole instance."""
-        if spec.base_component_name is not None:
-            raise ValidationFailed(messages.component_adapters_not_yet())
+        """What is refused at once (an adapter's specification is component_adapters.py's): a model
+        that does not exist or cannot be a component, a copy bigger than a whole instance."""
+        if spec.base_component_name is not None:  # an update cannot make a component an adapter
+            raise ValidationFailed(messages.component_update_to_adapter(name))
         if spec.model_name is not None:
             model = self.models.get(spec.model_name)
             if model is None:
@@ -170,6 +170,13 @@ class ComponentOperations(ComponentRollout):
         record = self.describe_inference_component(name)
         if record.status is ComponentStatus.DELETING:
             raise ResourceInProgress(messages.component_in_progress(record.arn, record.status.value))
+        if record.spec.adapter:
+            self._delete_adapter(record)
+            return
+        adapters = self._adapters_of(record.name)
+        if adapters:
+            names = ", ".join(a.name for a in adapters)
+            raise ValidationFailed(messages.component_has_adapters(record.name, names))
         self.inference_components.put(
             dataclasses.replace(record, status=ComponentStatus.DELETING, last_modified_time=self._clock())
         )

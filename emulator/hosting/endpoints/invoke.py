@@ -41,6 +41,7 @@ from emulator.hosting.fleet.stream import ContainerStream, StreamLimits, open_st
 from emulator.hosting.fleet.variants import EndpointFleet, Instance, VariantFleet
 from emulator.hosting.multi_model.host import STOPPED_WHILE_LOADING, TARGET_MODEL_HEADER, InstanceStopped
 from emulator.model import messages, serverless
+from emulator.model.components import ADAPTER_HEADER, ComponentStatus
 from emulator.model.resources import EndpointStatus
 
 _T = TypeVar("_T")
@@ -92,12 +93,13 @@ class Invocations(ServiceBase):
     ) -> Invocation:
         component = await self._component(endpoint_name, inference_component)
         if component is not None:
+            headers = self._adapter_headers(inference_component, headers)
             try:
                 reply = await self._call(endpoint_name, component, body, headers)
             except ModelFault as fault:
                 fault.variant_name = component.variant.variant_name
                 raise
-            return Invocation(reply, component.variant.variant_name, component.component)
+            return Invocation(reply, component.variant.variant_name, inference_component)
         variant = await self._variant(endpoint_name, target_variant, target_container)
         check_target_model(endpoint_name, variant, target_model)
         try:
@@ -126,8 +128,14 @@ class Invocations(ServiceBase):
             return None
         if name is None:
             raise ValidationFailed(messages.component_header_missing())
-        live = self._live_components.get(name.lower())
-        if live is None or live.name != name or live.endpoint_name != endpoint_name:
+        record = self.inference_components.get_exact(name)
+        if record is None or record.endpoint_name != endpoint_name:
+            raise ValidationFailed(messages.component_not_on_endpoint(name, endpoint_name))
+        base = record.spec.base_component_name
+        if base is not None and record.status is not ComponentStatus.IN_SERVICE:
+            raise ValidationFailed(messages.adapter_not_in_service(name, record.status.value))
+        live = self._live_components.get((base or name).lower())  # an adapter: its base's copies
+        if live is None:
             raise ValidationFailed(messages.component_not_on_endpoint(name, endpoint_name))
         if not live.fleet.instances and not live.restored.is_set():
             # [U] after a restart its copies start again: waited for, as a restored endpoint is
@@ -137,6 +145,16 @@ class Invocations(ServiceBase):
         if not live.fleet.instances:
             raise NoCapacity(messages.component_no_capacity(name), endpoint_name, live.variant_name, name)
         return live.fleet
+
+    def _adapter_headers(self, name: str | None, headers: CIMultiDict[str]) -> CIMultiDict[str]:
+        """An adapter's invocation reaches its base's container with the adapter's name in
+        X-Amzn-SageMaker-Adapter-Identifier (component_adapters.py)."""
+        record = None if name is None else self.inference_components.get_exact(name)
+        if record is None or not record.spec.adapter:
+            return headers
+        forwarded = CIMultiDict(headers)
+        forwarded[ADAPTER_HEADER] = record.name
+        return forwarded
 
     async def _endpoint_fleet(self, endpoint_name: str) -> EndpointFleet:
         """The endpoint's serving fleet; one being restored after a restart is waited for
@@ -339,6 +357,7 @@ class Invocations(ServiceBase):
         choices and ModelFaults), then the container's answer as a ContainerStream. The instance
         counts the request as outstanding until `StreamInvocation.close`."""
         component = await self._component(endpoint_name, inference_component)
+        headers = self._adapter_headers(inference_component, headers)
         variant = component or await self._variant(endpoint_name, target_variant, target_container)
         if variant.plan is not None and variant.plan.model.multi_model:
             raise ValidationFailed(messages.streaming_multi_model(endpoint_name))
@@ -368,7 +387,7 @@ class Invocations(ServiceBase):
             fault.variant_name = variant.variant.variant_name
             raise
         return StreamInvocation(
-            stream, variant.variant.variant_name, instance, component_name=variant.component
+            stream, variant.variant.variant_name, instance, component_name=inference_component
         )
 
     async def _call_model(

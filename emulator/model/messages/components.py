@@ -31,7 +31,7 @@ __all__ = [
     "component_model_not_supported",
     "component_not_serving",
     "component_copy_count_negative",
-    "component_adapters_not_yet",
+    "component_update_to_adapter",
     "component_endpoint_update_not_yet",
     "component_update_no_room",
     "component_model_gone",
@@ -39,6 +39,13 @@ __all__ = [
     "component_needs_model",
     "component_model_and_container",
     "component_needs_variant",
+    "adapter_base_not_found",
+    "adapter_base_not_in_service",
+    "adapter_needs_artifact",
+    "adapter_has_compute",
+    "adapter_refused",
+    "component_has_adapters",
+    "adapter_not_in_service",
 ]
 
 
@@ -176,10 +183,10 @@ def component_copy_count_negative() -> str:  # [U]
     return "CopyCount must not be negative."
 
 
-def component_adapters_not_yet() -> str:  # the one refusal text of wire/unsupported.py
+def component_update_to_adapter(name: str) -> str:  # [U]
     return (
-        "An inference component with BaseInferenceComponentName (an adapter) is not supported by "
-        "smlocal yet. See docs/api-coverage.md."
+        f"UpdateInferenceComponent cannot give {name} a BaseInferenceComponentName: create the "
+        "adapter as a component of its own."
     )
 
 
@@ -221,3 +228,35 @@ def component_needs_variant() -> str:  # [U] VariantName is optional in the mode
         "CreateInferenceComponent needs a VariantName: the production variant of the endpoint its "
         "copies are placed on (only an adapter, which names a BaseInferenceComponentName, may omit it)."
     )
+
+
+def adapter_base_not_found(base: str, endpoint: str) -> str:  # [U]
+    return f"BaseInferenceComponentName {base} names no inference component of endpoint {endpoint}."
+
+
+def adapter_base_not_in_service(base: str, status: str) -> str:  # [U]
+    return f"The base inference component {base} is {status}: adapters are loaded into a serving one."
+
+
+def adapter_needs_artifact(name: str) -> str:  # [U] AWS: the adapter's location is Container.ArtifactUrl
+    return f"Adapter inference component {name} needs Container.ArtifactUrl (where its adapter is)."
+
+
+def adapter_has_compute(name: str) -> str:  # [U] AWS: an adapter uses its base's compute
+    return f"Adapter inference component {name} uses its base's compute: omit ComputeResourceRequirements."
+
+
+def adapter_refused(adapter: str, base: str, copy: str, status: int, answer: str) -> str:  # [U]
+    code = f"HTTP {status}" if status else "no answer"
+    return (
+        f"A copy of {base} ({copy}) did not load adapter {adapter}: POST /adapters got {code}: "
+        f"{answer.strip()[:300]}"
+    )
+
+
+def component_has_adapters(base: str, names: str) -> str:  # [U]
+    return f"Inference component {base} is the base of adapters ({names}): delete them first."
+
+
+def adapter_not_in_service(name: str, status: str) -> str:  # [U]
+    return f"Adapter inference component {name} is {status}: it serves once InService."
