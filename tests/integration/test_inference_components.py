@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import docker
+import httpx
 import pytest
 from botocore.exceptions import ClientError
 
@@ -124,6 +125,11 @@ def copies_of(engine: docker.DockerClient, env: Smlocal, component: str) -> list
     return engine.containers.list(
         filters={"label": [f"{labels.OWNER}={owner_id(env.state_dir)}", f"{labels.COMPONENT}={component}"]}
     )
+
+
+def logs_of(env: Smlocal, endpoint: str) -> str:
+    """The endpoint's logs as `smlocal logs` reads them (its platform lines included)."""
+    return httpx.get(f"{env.server.url}/_smlocal/endpoints/{endpoint}/logs", timeout=10).text
 
 
 def delete_all(env: Smlocal, endpoint: str, components: list[str], models: tuple[str, ...] = ()) -> None:
@@ -251,6 +257,14 @@ def test_a_copy_with_no_room_is_pending_until_an_instance_is_added(
         runtime = described["RuntimeConfig"]
         assert (runtime["DesiredCopyCount"], runtime["CurrentCopyCount"]) == (4, 3)
         assert len(copies_of(docker_engine, env, "ic-big")) == 3
+        # a component none of whose copies finds room stays Creating (it waits for room)
+        create_component(env, "ic-none", endpoint, copies=1, compute=BIG)
+        deadline = time.monotonic() + 30
+        while "ic-none: waiting for room for a copy" not in logs_of(env, endpoint):
+            assert time.monotonic() < deadline, logs_of(env, endpoint)
+            time.sleep(0.05)
+        described = env.sm.describe_inference_component(InferenceComponentName="ic-none")
+        assert described["InferenceComponentStatus"] == "Creating"
 
         env.sm.update_endpoint_weights_and_capacities(
             EndpointName=endpoint,
@@ -258,12 +272,13 @@ def test_a_copy_with_no_room_is_pending_until_an_instance_is_added(
         )
         assert env.wait(endpoint)["ProductionVariants"][0]["CurrentInstanceCount"] == 2
         wait_copies(env, "ic-big", 4)
+        assert wait_copies(env, "ic-none", 1)["InferenceComponentStatus"] == "InService"
         copies = copies_of(docker_engine, env, "ic-big")
         hosts = sorted(c.labels[labels.HOST] for c in copies)
         assert len(set(hosts)) == 2 and sorted(hosts.count(h) for h in set(hosts)) == [1, 3]
         assert invoke(env, endpoint, "ic-big", attrs="env=CONTAINER_ID")
     finally:
-        delete_all(env, endpoint, ["ic-big"])
+        delete_all(env, endpoint, ["ic-big", "ic-none"])
 
 
 def test_managed_instance_scaling_adds_instances_for_pending_copies_and_removes_idle_ones(

@@ -131,6 +131,13 @@ class ComponentCopies(ComponentHosts):
                     self._set_component(live.name, ComponentStatus.IN_SERVICE, failure)
             elif live.wake.is_set():
                 pass  # changed while it converged: the status follows the next step
+            elif (
+                record.status is ComponentStatus.CREATING
+                and record.desired_copies
+                and not live.fleet.instances
+            ):
+                # [U] no copy found room yet: Creating until one serves (an instance added, room freed)
+                self.deployer.platform_log(live.endpoint_name, f"{live.name}: waiting for room for a copy")
             elif record.status in (ComponentStatus.CREATING, ComponentStatus.UPDATING):
                 self._set_component(live.name, ComponentStatus.IN_SERVICE, None)
                 self.deployer.platform_log(
