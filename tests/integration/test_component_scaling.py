@@ -146,7 +146,8 @@ def test_scale_out_from_zero_on_no_capacity_alarm(smlocal: Smlocal, aas: Any, cw
             StepScalingPolicyConfiguration={
                 "AdjustmentType": "ChangeInCapacity",
                 "MetricAggregationType": "Maximum",
-                "Cooldown": 60,
+                # the alarm stays in ALARM while the client retries: the cooldown keeps it at one copy
+                "Cooldown": 300,
                 "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}],
             },
         )["PolicyARN"]
