@@ -15,6 +15,7 @@ from emulator.errors import PolicyFileInvalid
 from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.monitoring import store as m
 from emulator.hosting.monitoring.alarms import AlarmService
+from emulator.hosting.monitoring.component_load import SAMPLE_EVERY_S, ComponentLoadSampler
 from emulator.hosting.monitoring.sampler import InstanceProbes, InstanceRef, Sampler
 from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.autoscaler import AutoScaler
@@ -42,6 +43,12 @@ CONFIG = web.AppKey("config", ServerConfig)
 METRICS = web.AppKey("metrics", Metrics)
 SCALER = web.AppKey("autoscaler", AutoScaler)
 ALARMS = web.AppKey("alarms", AlarmService)
+
+
+def _copies_in_rotation(service: HostingService, component: str) -> int:
+    """An inference component's copies in rotation (InvocationsPerCopy's divisor; 1 at least)."""
+    load = service.component_load(component)
+    return max(load[1], 1) if load is not None else 1
 
 
 def _instance_count(service: HostingService, endpoint: str, variant: str) -> int:
@@ -205,7 +212,17 @@ def build_app(
         scaler.registry.alarms_targeting = alarms.targeting
         alarms.managed = scaler.managed_alarms  # target tracking's alarms, shown by DescribeAlarms
         service.deletion_listeners.append(metrics.forget)  # a deleted endpoint's metrics go missing
+        service.component_deletion_listeners.append(metrics.forget_component)
+        hooks.copies_of = functools.partial(_copies_in_rotation, service)
+        component_load = ComponentLoadSampler(
+            metrics,
+            lambda: [c.name for c in service.inference_components],
+            service.component_load,
+            config.real_seconds(SAMPLE_EVERY_S),
+        )
+        component_load.start()
         yield
+        await component_load.close()
         await alarms.close()
         await scaler.close()
         await hooks.sampler.close()

@@ -1,9 +1,10 @@
-"""Application Auto Scaling for endpoint variants: resources and decisions, no IO and no clocks.
+"""Application Auto Scaling for endpoint variants and inference components: resources and decisions,
+no IO and no clocks.
 
-shared/spec/hosting-contract.md §9. A scalable target is a variant's DesiredInstanceCount with a
-[MinCapacity, MaxCapacity] range; policies attached to it decide new capacities from metric
-datapoints (one per metric period, oldest first). Times here are in *policy seconds*: the hosting
-layer converts them to wall time with `smlocal serve --time-scale`.
+shared/spec/hosting-contract.md §9. A scalable target is a variant's DesiredInstanceCount (or an
+inference component's DesiredCopyCount) with a [MinCapacity, MaxCapacity] range; policies attached
+to it decide new capacities from metric datapoints (one per metric period, oldest first). Times here
+are in *policy seconds*: the hosting layer converts them to wall time with `smlocal serve --time-scale`.
 """
 
 from __future__ import annotations
@@ -18,23 +19,35 @@ SERVICE_NAMESPACE = "sagemaker"
 VARIANT_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 #: A serverless variant's ProvisionedConcurrency (spec §7): 1 at least, MaxConcurrency at most.
 PROVISIONED_CONCURRENCY_DIMENSION = "sagemaker:variant:DesiredProvisionedConcurrency"
+#: An inference component's DesiredCopyCount (MinCapacity 0 allowed: scale to zero).
+COMPONENT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 INVOCATIONS_PER_INSTANCE = "SageMakerVariantInvocationsPerInstance"
 PROVISIONED_CONCURRENCY_UTILIZATION = "SageMakerVariantProvisionedConcurrencyUtilization"
+INVOCATIONS_PER_COPY = "SageMakerInferenceComponentInvocationsPerCopy"
+CONCURRENT_REQUESTS_PER_COPY = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
 #: The predefined metric types each dimension's target tracking policies may track.
 PREDEFINED_METRICS: dict[str, tuple[str, ...]] = {
     VARIANT_DIMENSION: (INVOCATIONS_PER_INSTANCE,),
     PROVISIONED_CONCURRENCY_DIMENSION: (PROVISIONED_CONCURRENCY_UTILIZATION,),
+    COMPONENT_DIMENSION: (INVOCATIONS_PER_COPY, CONCURRENT_REQUESTS_PER_COPY),
 }
-#: The CloudWatch metric (AWS/SageMaker, EndpointName and VariantName) and statistic a predefined metric
-#: type tracks [U: the statistic of the provisioned-concurrency one].
+#: The dimensions of endpoint/{EndpointName}/variant/{VariantName} resources.
+VARIANT_DIMENSIONS = frozenset({VARIANT_DIMENSION, PROVISIONED_CONCURRENCY_DIMENSION})
+#: The CloudWatch metric (AWS/SageMaker; EndpointName and VariantName, or InferenceComponentName for a
+#: component's) and statistic a predefined metric type tracks [U: the statistic of the
+#: provisioned-concurrency one].
 PREDEFINED_SOURCES: dict[str, tuple[str, str]] = {
     INVOCATIONS_PER_INSTANCE: ("InvocationsPerInstance", "Sum"),
     PROVISIONED_CONCURRENCY_UTILIZATION: ("ServerlessProvisionedConcurrencyUtilization", "Average"),
+    INVOCATIONS_PER_COPY: ("InvocationsPerCopy", "Sum"),
+    CONCURRENT_REQUESTS_PER_COPY: ("ConcurrentRequestsPerCopy", "Average"),
 }
 
 
 def capacity_noun(dimension: str) -> str:
     """What a dimension's capacity is called in scaling activities' texts."""
+    if dimension == COMPONENT_DIMENSION:
+        return "copy count"  # [U] the text of a component's scaling activities
     return "provisioned concurrency" if dimension == PROVISIONED_CONCURRENCY_DIMENSION else "instance count"
 
 
@@ -91,6 +104,47 @@ def parse_resource_id(resource_id: str) -> VariantRef | None:
     if len(parts) != 4 or parts[0] != "endpoint" or parts[2] != "variant" or not parts[1] or not parts[3]:
         return None
     return VariantRef(parts[1], parts[3])
+
+
+@dataclass(frozen=True)
+class ComponentRef:
+    """An inference component a scalable target names (`inference-component/{Name}`)."""
+
+    component: str
+
+
+#: What a scalable target scales: an endpoint variant or an inference component.
+ScalableRef = VariantRef | ComponentRef
+
+COMPONENT_PREFIX = "inference-component/"
+
+
+def parse_component_id(resource_id: str) -> ComponentRef | None:
+    """`inference-component/{InferenceComponentName}` -> its name; None for any other shape."""
+    if not resource_id.startswith(COMPONENT_PREFIX):
+        return None
+    name = resource_id[len(COMPONENT_PREFIX) :]
+    if not name or "/" in name:
+        return None
+    return ComponentRef(name)
+
+
+def scalable_ref(key: TargetKey) -> ScalableRef | None:
+    """What a target's resource ID names, if smlocal can scale it in the target's dimension: a
+    variant in the variant dimensions, a component in its DesiredCopyCount; None otherwise."""
+    if key.namespace != SERVICE_NAMESPACE:
+        return None
+    if key.dimension in VARIANT_DIMENSIONS:
+        return parse_resource_id(key.resource_id)
+    if key.dimension == COMPONENT_DIMENSION:
+        return parse_component_id(key.resource_id)
+    return None
+
+
+def names_component(key: TargetKey) -> bool:
+    """Whether a target's resource ID or dimension is an inference component's (its refusal's text
+    then names components)."""
+    return key.dimension == COMPONENT_DIMENSION or key.resource_id.startswith(COMPONENT_PREFIX)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -17,6 +18,7 @@ from multidict import CIMultiDict
 from emulator.errors import (
     ContainerCall,
     ModelFault,
+    NoCapacity,
     PayloadTooLarge,
     SmlocalError,
     UnknownOperation,
@@ -155,6 +157,22 @@ class MetricHooks:
     def __init__(self, metrics: m.Metrics, sampler: Sampler | None = None) -> None:
         self.metrics = metrics
         self.sampler = sampler
+        #: an inference component's copies in rotation (set by the app: the hosting service's
+        #: component_load), for InvocationsPerCopy
+        self.copies_of: Callable[[str], int] = lambda _name: 1
+
+    def component(self, component: str | None, outcome: int, model_s: float, started: float) -> None:
+        """An inference component's invocation metrics (dimension InferenceComponentName), besides
+        its variant's."""
+        if component is not None:
+            total_s = time.perf_counter() - started
+            self.metrics.record_component(component, self.copies_of(component), outcome, model_s, total_s)
+
+    def refused(self, exc: SmlocalError) -> None:
+        """A request refused before any model saw it: NoCapacityInvocationFailures when no copy of
+        its component was in rotation."""
+        if isinstance(exc, NoCapacity):
+            self.metrics.record_component_value(exc.component_name, "NoCapacityInvocationFailures", 1.0)
 
     def fault(self, endpoint: str, exc: ModelFault, started: float) -> None:
         if exc.variant_name is None:  # hosting always sets it for a model call; defensive
@@ -204,8 +222,10 @@ async def invoke_endpoint(
 ) -> web.Response:
     started = time.perf_counter()
     request_id = str(uuid.uuid4())
+    component: str | None = None
     try:
         members = await read_invocation(request, svc, access)
+        component = members.get("InferenceComponentName")
         body = members["Body"]
         forward = forwarded(request.headers, _FORWARD)
         result = await svc.invoke(
@@ -221,10 +241,14 @@ async def invoke_endpoint(
     except SmlocalError as exc:
         if hooks is not None and isinstance(exc, ModelFault):
             hooks.fault(request.match_info["name"], exc, started)
+            hooks.component(component, outcome_of(exc.original_status), exc.model_latency_s, started)
+        elif hooks is not None:
+            hooks.refused(exc)
         return runtime_error(exc, request_id)
     reply = result.reply
     if hooks is not None:
         hooks.success(request.match_info["name"], result.variant_name, reply, started)
+        hooks.component(result.component_name, m.OK, reply.elapsed_s, started)
     headers = {VARIANT_HEADER: result.variant_name, "x-amzn-RequestId": request_id, **reply.passed_back}
     if reply.content_type is not None:
         headers["Content-Type"] = reply.content_type

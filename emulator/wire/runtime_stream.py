@@ -29,7 +29,14 @@ from emulator.model import messages
 from emulator.wire import eventstream
 from emulator.wire.access import AccessCheck
 from emulator.wire.errors import runtime_error
-from emulator.wire.runtime_api import VARIANT_HEADER, MetricHooks, forwarded, header_members, read_invocation
+from emulator.wire.runtime_api import (
+    VARIANT_HEADER,
+    MetricHooks,
+    forwarded,
+    header_members,
+    outcome_of,
+    read_invocation,
+)
 from emulator.wire.service_models import SAGEMAKER_RUNTIME, operation_model
 
 log = logging.getLogger(__name__)
@@ -55,8 +62,10 @@ async def invoke_endpoint_with_response_stream(
 ) -> web.StreamResponse:
     started = time.perf_counter()
     request_id = str(uuid.uuid4())
+    component: str | None = None
     try:
         members = await read_invocation(request, svc, access, _STREAM.input_shape, _HEADER_MEMBERS)
+        component = members.get("InferenceComponentName")
         forward = forwarded(request.headers, FORWARDED)
         opened = await svc.invoke_stream(
             members["EndpointName"],
@@ -69,6 +78,9 @@ async def invoke_endpoint_with_response_stream(
     except SmlocalError as exc:
         if hooks is not None and isinstance(exc, ModelFault):
             hooks.fault(request.match_info["name"], exc, started)
+            hooks.component(component, outcome_of(exc.original_status), exc.model_latency_s, started)
+        elif hooks is not None:
+            hooks.refused(exc)
         return runtime_error(exc, request_id)
     return await _relay(request, opened, hooks, started, request_id)
 
@@ -119,6 +131,7 @@ async def _relay(
         opened.close()
         if hooks is not None:
             hooks.stream_done(request.match_info["name"], opened.variant_name, stream, outcome, started)
+            hooks.component(opened.component_name, outcome, stream.model_latency_s, started)
     return resp
 
 

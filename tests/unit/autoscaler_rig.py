@@ -53,6 +53,7 @@ class StubService:
         self.deployer = StubDeployer()
         self.async_inference = StubAsync()
         self.deletion_listeners: list = []
+        self.component_deletion_listeners: list = []
         self.update_guards: list = []
         self._done = asyncio.Event()  # set: no update under way
         self._done.set()

@@ -215,7 +215,11 @@ ASYNC = (
     "ResponseUploadLatency TimeInBacklog TotalProcessingTime"
 ).split()
 #: every published metric, sorted as the message lists them
-PUBLISHED = ", ".join(sorted([*PUBLISHED.split(", "), *(f"AWS/SageMaker/{n}" for n in ASYNC)]))
+#: inference components' own metrics (dimension InferenceComponentName)
+COMPONENT_ONLY = ("InvocationsPerCopy", "NoCapacityInvocationFailures", "ConcurrentRequestsPerCopy")
+PUBLISHED = ", ".join(
+    sorted([*PUBLISHED.split(", "), *(f"AWS/SageMaker/{n}" for n in (*ASYNC, *COMPONENT_ONLY))])
+)
 
 
 @pytest.mark.parametrize(

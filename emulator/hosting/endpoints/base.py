@@ -64,6 +64,8 @@ class ServiceBase:
     health_check_interval_s: float
     #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
     deletion_listeners: list[Callable[[str], None]]
+    #: Called with the component's name when DeleteInferenceComponent is accepted.
+    component_deletion_listeners: list[Callable[[str], None]]
     #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
     #: deployments with AutoRollbackConfiguration read it while they wait.
     alarm_states: Callable[[Sequence[str]], Sequence[str]] | None

@@ -181,6 +181,8 @@ class ComponentOperations(ComponentAdapters):
             dataclasses.replace(record, status=ComponentStatus.DELETING, last_modified_time=self._clock())
         )
         self._persist_components()
+        for listener in self.component_deletion_listeners:
+            listener(record.name)
         live = self._live_components.pop(record.name.lower(), None)
         task = asyncio.ensure_future(self._delete_component(record.name, live))
         self._stopping.add(task)

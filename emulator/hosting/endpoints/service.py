@@ -122,6 +122,9 @@ class HostingService(
         )
         #: Called with the endpoint's name when DeleteEndpoint is accepted (autoscaling deregisters).
         self.deletion_listeners: list[Callable[[str], None]] = [self.async_inference.forget]
+        #: Called with the component's name when DeleteInferenceComponent is accepted (autoscaling
+        #: deregisters its targets, the metrics forget its series).
+        self.component_deletion_listeners: list[Callable[[str], None]] = []
         #: The names among the given CloudWatch alarms that are in ALARM (set when alarms are served);
         #: deployments with AutoRollbackConfiguration read it while they wait.
         self.alarm_states: Callable[[Sequence[str]], Sequence[str]] | None = None

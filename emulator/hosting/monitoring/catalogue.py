@@ -4,7 +4,8 @@ publishes them, with their namespaces, units and Prometheus families (docs/metri
 Invocation metrics (namespace AWS/SageMaker) and instance metrics (/aws/sagemaker/Endpoints), per
 endpoint and variant (dimensions EndpointName, VariantName), and on multi-container endpoints per
 container too (EndpointName, VariantName, ContainerName: spec §4): Invocations, the 4XX/5XX error
-counts, ContainerLatency, OverheadLatency, CPUUtilization and MemoryUtilization.
+counts, ContainerLatency, OverheadLatency, CPUUtilization and MemoryUtilization. An inference
+component's invocation metrics have the dimension InferenceComponentName alone (COMPONENT_METRICS).
 """
 
 from __future__ import annotations
@@ -229,6 +230,25 @@ METRICS: tuple[MetricInfo, ...] = (
             ("SpilloverInvocations", "spillover_invocations"),
         )
     ),
+    # inference components (dimension InferenceComponentName): per request, 1/copies in rotation;
+    # each request refused for want of a copy; requests in flight over copies, sampled
+    MetricInfo(
+        "InvocationsPerCopy", INVOCATION_NAMESPACE, "None", "sagemaker_invocations_per_copy", "summary"
+    ),
+    MetricInfo(
+        "NoCapacityInvocationFailures",
+        INVOCATION_NAMESPACE,
+        "None",
+        "sagemaker_no_capacity_invocation_failures",
+        "summary",
+    ),
+    MetricInfo(
+        "ConcurrentRequestsPerCopy",
+        INVOCATION_NAMESPACE,
+        "None",
+        "sagemaker_concurrent_requests_per_copy",
+        "summary",
+    ),
 )
 #: The catalogue by metric name.
 METRICS_BY_NAME = {m.name: m for m in METRICS}
@@ -239,6 +259,7 @@ COUNT_METRICS = frozenset(
         "Invocation4XXErrors",
         "Invocation5XXErrors",
         "InvocationModelErrors",
+        "InvocationsPerCopy",
     }
 )
 
@@ -314,19 +335,42 @@ CONTAINER_METRICS = frozenset(
         "MemoryUtilization",
     }
 )
+#: What only inference components have (not published per variant).
+COMPONENT_ONLY_METRICS = frozenset(
+    {"InvocationsPerCopy", "NoCapacityInvocationFailures", "ConcurrentRequestsPerCopy"}
+)
+#: An inference component's metrics (dimension InferenceComponentName alone).
+COMPONENT_METRICS = COMPONENT_ONLY_METRICS | {
+    "Invocations",
+    "Invocation4XXErrors",
+    "Invocation5XXErrors",
+    "InvocationModelErrors",
+    "ModelLatency",
+    "OverheadLatency",
+}
 #: ContainerLatency exists per container only (spec §4: the variant-level versions are the others).
-VARIANT_METRICS = frozenset(m.name for m in METRICS) - {"ContainerLatency"} - ASYNC_ENDPOINT_METRICS
+VARIANT_METRICS = (
+    frozenset(m.name for m in METRICS)
+    - {"ContainerLatency"}
+    - ASYNC_ENDPOINT_METRICS
+    - COMPONENT_ONLY_METRICS
+)
 
 _VARIANT_DIMS = frozenset({"EndpointName", "VariantName"})
 _CONTAINER_DIMS = frozenset({"EndpointName", "VariantName", "ContainerName"})
 _ENDPOINT_DIMS = frozenset({"EndpointName"})
+_COMPONENT_DIMS = frozenset({"InferenceComponentName"})
 #: SeriesKey.variant of an endpoint's own series (the async queue metrics: EndpointName only)
 ENDPOINT_LEVEL = ""
+#: SeriesKey.variant of an inference component's series, whose `endpoint` is then the component's
+#: name (no variant name can be "*")
+COMPONENT_LEVEL = "*"
 
 
 class SeriesKey(NamedTuple):
     """Where a metric's datapoints live: a variant's series, or one of its containers' (`container`
-    is the ContainerHostname)."""
+    is the ContainerHostname); with `variant` COMPONENT_LEVEL, an inference component's (`endpoint`
+    is then the component's name)."""
 
     endpoint: str
     variant: str
@@ -335,6 +379,8 @@ class SeriesKey(NamedTuple):
     def dimensions(self) -> tuple[tuple[str, str], ...]:
         if self.variant == ENDPOINT_LEVEL:
             return (("EndpointName", self.endpoint),)
+        if self.variant == COMPONENT_LEVEL:
+            return (("InferenceComponentName", self.endpoint),)
         dims = (("EndpointName", self.endpoint), ("VariantName", self.variant))
         return dims if self.container is None else (*dims, ("ContainerName", self.container))
 
@@ -343,13 +389,16 @@ def applies(name: str, key: SeriesKey) -> bool:
     """Whether smlocal publishes metric `name` for this series (a variant's or a container's)."""
     if key.variant == ENDPOINT_LEVEL:
         return name in ASYNC_ENDPOINT_METRICS
+    if key.variant == COMPONENT_LEVEL:
+        return name in COMPONENT_METRICS
     return name in (VARIANT_METRICS if key.container is None else CONTAINER_METRICS)
 
 
 def locate(namespace: str, name: str, dimensions: Iterable[tuple[str, str]]) -> SeriesKey | None:
     """The series of a CloudWatch metric smlocal publishes, else None. Dimensions must be exactly
     EndpointName and VariantName (a variant's metric) or those and ContainerName (a container's), in
-    any order, as CloudWatch matches them."""
+    any order, as CloudWatch matches them; EndpointName alone (an async endpoint's queue) or
+    InferenceComponentName alone (a component's)."""
     info = METRICS_BY_NAME.get(name)
     dims = dict(dimensions)
     if info is None or info.namespace != namespace:
@@ -360,6 +409,8 @@ def locate(namespace: str, name: str, dimensions: Iterable[tuple[str, str]]) -> 
         key = SeriesKey(dims["EndpointName"], dims["VariantName"], dims["ContainerName"])
     elif set(dims) == _ENDPOINT_DIMS:
         key = SeriesKey(dims["EndpointName"], ENDPOINT_LEVEL)
+    elif set(dims) == _COMPONENT_DIMS:
+        key = SeriesKey(dims["InferenceComponentName"], COMPONENT_LEVEL)
     else:
         return None
     return key if applies(name, key) else None

@@ -57,14 +57,15 @@ def merge_sets(sets: Iterable[StatisticSet]) -> StatisticSet | None:
 
 def statistic_set(name: str, p: Period) -> StatisticSet | None:
     """A period's statistic set of one metric. A count metric's per-request datapoints are 1
-    (Invocations), 1/instances (InvocationsPerInstance) or 0/1 (the error counts)."""
+    (Invocations), 1/instances (InvocationsPerInstance; a component's InvocationsPerCopy: 1/copies)
+    or 0/1 (the error counts)."""
     if name in COUNT_METRICS:
         n = p.invocations
         if not n:
             return ZERO_SET
         if name == "Invocations":
             return StatisticSet(float(n), float(n), 1.0, 1.0)
-        if name == "InvocationsPerInstance":
+        if name in ("InvocationsPerInstance", "InvocationsPerCopy"):  # a component's: per copy
             share = p.per_instance / n  # exact while the instance count held through the period
             return StatisticSet(float(n), p.per_instance, share, share)
         errors = {

@@ -20,6 +20,7 @@ from typing import Any
 
 from emulator.hosting.monitoring import exposition
 from emulator.hosting.monitoring.catalogue import (
+    COMPONENT_LEVEL,
     COUNT_METRICS,
     ENDPOINT_LEVEL,
     METRICS,
@@ -79,6 +80,8 @@ class Metrics:
         self._endpoint_series: dict[str, VariantSeries] = {}
         #: asynchronous endpoints: NOT_FOR_ASYNC is not published for them
         self.async_endpoints: set[str] = set()
+        #: lower-cased inference component name -> its series (SeriesKey variant COMPONENT_LEVEL)
+        self._component_series: dict[str, VariantSeries] = {}
 
     # ------------------------------------------------------------------ the request path
 
@@ -155,6 +158,57 @@ class Metrics:
                 endpoint, variant, 1, self.keep, index, container
             )
         return series
+
+    def _component(self, component: str, index: int) -> VariantSeries:
+        series = self._component_series.get(component.lower())
+        if series is None:
+            series = self._component_series[component.lower()] = VariantSeries(
+                component, COMPONENT_LEVEL, 1, self.keep, index
+            )
+        return series
+
+    def record_component(
+        self, component: str, copies: int, outcome: int, model_s: float, total_s: float
+    ) -> None:
+        """One request an inference component answered (or failed), besides its variant's record:
+        its outcome and durations, and its share of the `copies` in rotation (InvocationsPerCopy)."""
+        index = int(self._clock() // self.period_s)
+        series = self._component(component, index)
+        series.instances = max(copies, 1)
+        p = series.period(index)
+        share = 1.0 / series.instances
+        model_us = model_s * 1e6
+        overhead_us = max(total_s - model_s, 0.0) * 1e6
+        p.invocations += 1
+        p.per_instance += share
+        p.model_latency.add(model_us)
+        p.overhead_latency.add(overhead_us)
+        series.invocations += 1
+        series.per_instance += share
+        series.model_latency_sum += model_us
+        series.overhead_latency_sum += overhead_us
+        if outcome:
+            _count_error(p, series, outcome)
+
+    def record_component_value(self, component: str, name: str, value: float) -> None:
+        """One value of a component's sampled metric: a NoCapacityInvocationFailures (1 per refused
+        request), a ConcurrentRequestsPerCopy sample."""
+        index = int(self._clock() // self.period_s)
+        series = self._component(component, index)
+        period = series.period(index)
+        stat = period.sampled.get(name)
+        if stat is None:
+            stat = period.sampled[name] = Stat()
+        stat.add(value)
+        series.sampled_sums[name] = series.sampled_sums.get(name, 0.0) + value
+        series.sampled_counts[name] = series.sampled_counts.get(name, 0) + 1
+
+    def forget_component(self, component: str) -> None:
+        """A deleted component's metrics go missing (as a deleted endpoint's)."""
+        self._component_series.pop(component.lower(), None)
+
+    def component_series(self) -> list[VariantSeries]:
+        return list(self._component_series.values())
 
     # ------------------------------------------------------------------ off the request path
 
@@ -289,6 +343,8 @@ class Metrics:
     def _find(self, key: SeriesKey) -> VariantSeries | None:
         if key.variant == ENDPOINT_LEVEL:
             return self._endpoint_series.get(key.endpoint)
+        if key.variant == COMPONENT_LEVEL:
+            return self._component_series.get(key.endpoint.lower())
         if key.container is None:
             return self._series.get(key.endpoint, {}).get(key.variant)
         return self._containers.get(key.endpoint, {}).get((key.variant, key.container))
@@ -310,7 +366,7 @@ class Metrics:
         series = self._find(key)
         if series is None or name not in METRICS_BY_NAME or not applies(name, key):
             return {}
-        if name in NOT_FOR_ASYNC and endpoint in self.async_endpoints:
+        if name in NOT_FOR_ASYNC and endpoint in self.async_endpoints and variant != COMPONENT_LEVEL:
             return {}
         now = self.period_index()
         periods = series.periods()
@@ -357,7 +413,12 @@ class Metrics:
     def published(self) -> list[tuple[str, str, SeriesKey]]:
         """(namespace, metric, series) of every metric with data among the kept periods."""
         out: list[tuple[str, str, SeriesKey]] = []
-        for s in (*self.series(), *self.container_series(), *self._endpoint_series.values()):
+        for s in (
+            *self.series(),
+            *self.container_series(),
+            *self._endpoint_series.values(),
+            *self._component_series.values(),
+        ):
             for info in METRICS:
                 if self.statistic_sets(s.endpoint, s.variant, info.name, s.container):
                     out.append((info.namespace, info.name, SeriesKey(s.endpoint, s.variant, s.container)))

@@ -1,6 +1,7 @@
-"""Acting on a scaling decision: the variant's capacity and range, the cooldowns, and the scaling
-activity that changes the capacity through UpdateEndpointWeightsAndCapacities (one at a time per
-target), recorded as it starts and when it ends (shared/spec/hosting-contract.md §9).
+"""Acting on a scaling decision: the variant's (or inference component's) capacity and range, the
+cooldowns, and the scaling activity that changes the capacity through UpdateEndpointWeightsAndCapacities
+(a component's through UpdateInferenceComponentRuntimeConfig), one at a time per target, recorded as
+it starts and when it ends (shared/spec/hosting-contract.md §9).
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ from emulator.config import ServerConfig
 from emulator.errors import ResourceNotFound, SmlocalError, ValidationFailed
 from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.monitoring.store import Metrics
-from emulator.hosting.scaling.registry import variant_of
+from emulator.hosting.scaling.registry import resource_of, variant_of
 from emulator.hosting.scaling.target_state import TargetState, TargetStates
 from emulator.model import messages
 from emulator.model import scaling as sc
+from emulator.model.components import ComponentStatus, InferenceComponent
 from emulator.model.resources import EndpointStatus, VariantSummary
+
+#: How often a component's scaling activity looks whether the component left Updating (wall seconds).
+COMPONENT_POLL_S = 0.1
 
 
 class Actuator:
@@ -41,13 +46,13 @@ class Actuator:
 
     def live(
         self, key: sc.TargetKey, target: sc.ScalableTarget
-    ) -> tuple[sc.VariantRef, TargetState, int] | None:
-        """The target's variant, state and capacity when it may scale now (no activity running, the
-        endpoint InService, the capacity within range), else None."""
+    ) -> tuple[sc.ScalableRef, TargetState, int] | None:
+        """The target's variant (or component), state and capacity when it may scale now (no activity
+        running, the endpoint or component InService, the capacity within range), else None."""
         state = self.states.of(key)
         if state.action is not None and not state.action.done():
             return None  # one scaling activity at a time per target
-        ref = variant_of(key)
+        ref = resource_of(key)
         try:
             current = self.capacity(key)
         except (ResourceNotFound, ValidationFailed):
@@ -65,7 +70,7 @@ class Actuator:
     def decide(
         self,
         target: sc.ScalableTarget,
-        ref: sc.VariantRef,
+        ref: sc.ScalableRef,
         state: TargetState,
         current: int,
         wanted: int,
@@ -88,7 +93,10 @@ class Actuator:
     def _bounded(self, target: sc.ScalableTarget, capacity: int) -> int:
         # an asynchronous endpoint's variant may go to zero (MinCapacity 0: its requests wait in the
         # queue); [U] smlocal keeps at least one instance of any other
-        # (a ProvisionedConcurrency is 1 at least)
+        # (a ProvisionedConcurrency is 1 at least); an inference component's floor is MinCapacity
+        # (0 allowed: scale to zero)
+        if target.key.dimension == sc.COMPONENT_DIMENSION:
+            return sc.clamp(capacity, target)
         ref = sc.parse_resource_id(target.key.resource_id)
         floor = 1
         if target.key.dimension == sc.VARIANT_DIMENSION and ref is not None:
@@ -97,8 +105,12 @@ class Actuator:
 
     def capacity(self, key: sc.TargetKey, registering: bool = False) -> int:
         """The variant's desired instance count (or, in sagemaker:variant:DesiredProvisionedConcurrency,
-        its ProvisionedConcurrency); ValidationFailed unless the endpoint is InService."""
-        variant = self._variant(variant_of(key), registering, key.dimension)
+        its ProvisionedConcurrency, or an inference component's desired copy count); ValidationFailed
+        unless the endpoint (the component) is InService."""
+        ref = resource_of(key)
+        if isinstance(ref, sc.ComponentRef):
+            return self._component(ref, registering).desired_copies
+        variant = self._variant(ref, registering, key.dimension)
         if key.dimension == sc.PROVISIONED_CONCURRENCY_DIMENSION:
             assert variant.serverless is not None and variant.serverless.provisioned_concurrency is not None
             return variant.serverless.provisioned_concurrency
@@ -134,7 +146,26 @@ class Actuator:
             raise ValidationFailed("not InService")
         return variant
 
-    def enforce_range(self, target: sc.ScalableTarget, ref: sc.VariantRef, current: int) -> bool:
+    def _component(self, ref: sc.ComponentRef, registering: bool) -> InferenceComponent:
+        """The component a target names, InService ([U] texts when registering)."""
+        try:
+            record = self.service.describe_inference_component(ref.component)
+        except ValidationFailed as exc:
+            raise ValidationFailed(messages.scaling_component_not_found(ref.component)) from exc
+        if record.status is not ComponentStatus.IN_SERVICE:
+            if registering:
+                raise ValidationFailed(messages.component_not_in_service(ref.component, record.status.value))
+            raise ValidationFailed("not InService")
+        return record
+
+    def _log_endpoint(self, ref: sc.ScalableRef) -> str | None:
+        """The endpoint whose platform log records a scaling activity (a component's host endpoint)."""
+        if isinstance(ref, sc.VariantRef):
+            return ref.endpoint
+        record = self.service.inference_components.get(ref.component)
+        return None if record is None else record.endpoint_name
+
+    def enforce_range(self, target: sc.ScalableTarget, ref: sc.ScalableRef, current: int) -> bool:
         """After RegisterScalableTarget, a capacity outside [MinCapacity, MaxCapacity] is brought
         inside at once (or as soon as the running activity ends). Manual changes later are left
         alone until a policy acts [U]."""
@@ -157,7 +188,7 @@ class Actuator:
     def _act(
         self,
         key: sc.TargetKey,
-        ref: sc.VariantRef,
+        ref: sc.ScalableRef,
         capacity: int,
         cause: str,
         direction: str | None,
@@ -174,15 +205,18 @@ class Actuator:
             status=sc.ActivityStatus.IN_PROGRESS,
         )
         self.states.append(activity)
-        self.service.deployer.platform_log(
-            ref.endpoint, f"autoscaling: {ref.variant}: {activity.description} ({cause})"
-        )
+        log_endpoint = self._log_endpoint(ref)
+        if log_endpoint is not None:
+            subject = ref.variant if isinstance(ref, sc.VariantRef) else ref.component
+            self.service.deployer.platform_log(
+                log_endpoint, f"autoscaling: {subject}: {activity.description} ({cause})"
+            )
         state.action = asyncio.ensure_future(self._scale(activity, ref, capacity, direction, cooldown_s))
 
     async def _scale(
         self,
         activity: sc.ScalingActivity,
-        ref: sc.VariantRef,
+        ref: sc.ScalableRef,
         capacity: int,
         direction: str | None,
         cooldown_s: float,
@@ -192,7 +226,9 @@ class Actuator:
         provisioned = activity.key.dimension == sc.PROVISIONED_CONCURRENCY_DIMENSION
         noun = sc.capacity_noun(activity.key.dimension)
         try:
-            if provisioned:  # ServerlessUpdateConfig.ProvisionedConcurrency, as AWS scales it
+            if isinstance(ref, sc.ComponentRef):
+                failure = await self._scale_component(ref, capacity)
+            elif provisioned:  # ServerlessUpdateConfig.ProvisionedConcurrency, as AWS scales it
                 self.service.update_endpoint_weights_and_capacities(
                     ref.endpoint, (), serverless=((ref.variant, None, capacity),)
                 )
@@ -200,9 +236,10 @@ class Actuator:
                 self.service.update_endpoint_weights_and_capacities(
                     ref.endpoint, ((ref.variant, None, capacity),)
                 )
-            await self.service.settled(ref.endpoint)
-            endpoint = self.service.describe_endpoint(ref.endpoint)
-            failure = endpoint.failure_reason
+            if isinstance(ref, sc.VariantRef):
+                await self.service.settled(ref.endpoint)
+                endpoint = self.service.describe_endpoint(ref.endpoint)
+                failure = endpoint.failure_reason
         except SmlocalError as exc:
             failure = exc.message
         if failure is None:
@@ -210,7 +247,7 @@ class Actuator:
             message = (
                 f"Successfully set desired {noun} to {capacity}. Change successfully fulfilled by sagemaker."
             )
-            if not provisioned:
+            if isinstance(ref, sc.VariantRef) and not provisioned:
                 self.metrics.set_instances(ref.endpoint, ref.variant, capacity)
         else:
             status = sc.ActivityStatus.FAILED
@@ -224,3 +261,16 @@ class Actuator:
             state.scale_in_at = None  # a scale-out ends the scale-in cooldown
         elif direction == "in":
             state.scale_in_at, state.scale_in_cooldown_s = now, cooldown_s
+
+    async def _scale_component(self, ref: sc.ComponentRef, capacity: int) -> str | None:
+        """UpdateInferenceComponentRuntimeConfig, then wait until the component leaves Updating (its
+        copies placed and serving, or removed): its failure reason, or None when it is InService.
+        Short sleeps: the component's task signals nothing the autoscaler can await."""
+        self.service.update_inference_component_runtime_config(ref.component, capacity)
+        while True:
+            record = self.service.describe_inference_component(ref.component)
+            if record.status is ComponentStatus.IN_SERVICE:
+                return None
+            if record.status is not ComponentStatus.UPDATING:
+                return record.failure_reason or f"the inference component is {record.status.value}"
+            await asyncio.sleep(COMPONENT_POLL_S)

@@ -1,4 +1,5 @@
-"""Application Auto Scaling for endpoint variants: the facade the wire, the app and the alarms use.
+"""Application Auto Scaling for endpoint variants and inference components: the facade the wire, the
+app and the alarms use.
 
 Targets and policies are records in `ScalingRegistry`; this module registers targets against live
 endpoints, persists autoscaling.json, and runs the alarm clock: a background task wakes just after each
@@ -25,7 +26,7 @@ from emulator.hosting.endpoints.service import HostingService
 from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling import store as scaling_store
 from emulator.hosting.scaling.actuator import Actuator
-from emulator.hosting.scaling.registry import ScalingRegistry, variant_of
+from emulator.hosting.scaling.registry import ScalingRegistry, resource_of, variant_of
 from emulator.hosting.scaling.step import StepScaler
 from emulator.hosting.scaling.target_state import TargetStates
 from emulator.hosting.scaling.tracking import TargetTracker
@@ -63,6 +64,7 @@ class AutoScaler:
         self._task: asyncio.Task[None] | None = None
         self._path = config.state_dir / "autoscaling.json"
         service.deletion_listeners.append(self._endpoint_deleted)
+        service.component_deletion_listeners.append(self._component_deleted)
         service.update_guards.append(self._guard_update)
 
     # ------------------------------------------------------------------ lifecycle
@@ -103,10 +105,10 @@ class AutoScaler:
         tags: tuple[tuple[str, str], ...],
     ) -> sc.ScalableTarget:
         """Register (or change) a target; a capacity outside the new range is brought inside at once."""
-        ref = variant_of(key)
+        ref = resource_of(key)
         current = self._actuator.capacity(key, registering=True)
         if key.dimension == sc.PROVISIONED_CONCURRENCY_DIMENSION:
-            self._check_provisioned_range(key, ref, min_capacity, max_capacity)
+            self._check_provisioned_range(key, variant_of(key), min_capacity, max_capacity)
         target = self.registry.put_target(key, min_capacity, max_capacity, role_arn, suspended, tags)
         self._states.of(key).range_changed = True
         self._actuator.enforce_range(target, ref, current)
@@ -149,6 +151,12 @@ class AutoScaler:
     def _endpoint_deleted(self, endpoint: str) -> None:
         """DeleteEndpoint deregisters the endpoint's targets (spec §9)."""
         for key in self.registry.keys_of_endpoint(endpoint):
+            self._drop(key)
+
+    def _component_deleted(self, component: str) -> None:
+        """DeleteInferenceComponent deregisters the component's targets (as DeleteEndpoint does a
+        variant's)."""
+        for key in self.registry.keys_of_component(component):
             self._drop(key)
 
     def managed_alarms(self) -> list[tuple[al.AlarmSpec, str]]:

@@ -20,10 +20,21 @@ MAX_TAGS = 50
 STATISTICS = ("Average", "Minimum", "Maximum", "SampleCount", "Sum")
 
 
+def resource_of(key: sc.TargetKey) -> sc.ScalableRef:
+    """The endpoint variant or inference component a target names; ValidationFailed for anything
+    smlocal cannot scale (a refusal naming components when the target looks like one's)."""
+    ref = sc.scalable_ref(key)
+    if ref is None:
+        if key.namespace == sc.SERVICE_NAMESPACE and sc.names_component(key):
+            raise ValidationFailed(messages.unsupported_component_target())
+        raise ValidationFailed(messages.unsupported_scalable_target())
+    return ref
+
+
 def variant_of(key: sc.TargetKey) -> sc.VariantRef:
-    """The endpoint variant a target names; ValidationFailed for anything smlocal cannot scale."""
-    ref = sc.parse_resource_id(key.resource_id)
-    if key.namespace != sc.SERVICE_NAMESPACE or key.dimension not in sc.PREDEFINED_METRICS or ref is None:
+    """The endpoint variant a target names; ValidationFailed for anything else."""
+    ref = resource_of(key)
+    if not isinstance(ref, sc.VariantRef):
         raise ValidationFailed(messages.unsupported_scalable_target())
     return ref
 
@@ -135,6 +146,15 @@ class ScalingRegistry:
         self.targets[target.key] = dataclasses.replace(target, tags=kept)
         self._on_change()
 
+    def keys_of_component(self, component: str) -> list[sc.TargetKey]:
+        """The targets naming an inference component (its name matched as SageMaker does, ignoring case)."""
+        return [
+            k
+            for k in self.targets
+            if (r := sc.parse_component_id(k.resource_id)) is not None
+            and r.component.lower() == component.lower()
+        ]
+
     def keys_of_endpoint(self, endpoint: str) -> list[sc.TargetKey]:
         return [
             k
@@ -168,7 +188,7 @@ class ScalingRegistry:
         target_tracking: sc.TargetTracking | None,
         step_scaling: sc.StepScaling | None,
     ) -> sc.ScalingPolicy:
-        variant_of(key)
+        resource_of(key)
         self.target(key)
         if policy_type is sc.PolicyType.TARGET_TRACKING:
             if target_tracking is None:

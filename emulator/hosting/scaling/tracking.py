@@ -8,10 +8,10 @@ outside the cooldowns (shared/spec/hosting-contract.md §9; docs/autoscaling.md)
 from __future__ import annotations
 
 from emulator.config import ServerConfig
-from emulator.hosting.monitoring.catalogue import ENDPOINT_LEVEL
+from emulator.hosting.monitoring.catalogue import COMPONENT_LEVEL, locate
 from emulator.hosting.monitoring.store import Metrics
 from emulator.hosting.scaling.actuator import Actuator
-from emulator.hosting.scaling.registry import ScalingRegistry, variant_of
+from emulator.hosting.scaling.registry import ScalingRegistry, resource_of
 from emulator.hosting.scaling.target_state import TargetState
 from emulator.model import alarms as al
 from emulator.model import scaling as sc
@@ -34,13 +34,11 @@ class TargetTracker:
             config = policy.target_tracking
             if config is None or len(policy.alarms) < 2:
                 continue
-            ref = variant_of(policy.key)
+            ref = resource_of(policy.key)
             custom = config.customized_metric
             if custom is None:
-                dims = (("EndpointName", ref.endpoint), ("VariantName", ref.variant))
-                name, statistic = sc.PREDEFINED_SOURCES[
-                    config.predefined_metric or sc.INVOCATIONS_PER_INSTANCE
-                ]
+                dims = _dimensions(ref)
+                name, statistic = sc.PREDEFINED_SOURCES[config.predefined_metric or _default_metric(ref)]
                 metric, unit = al.Metric("AWS/SageMaker", name, dims), None
             else:
                 metric = al.Metric(custom.namespace, custom.metric_name, custom.dimensions)
@@ -68,7 +66,7 @@ class TargetTracker:
         return out
 
     def evaluate(
-        self, target: sc.ScalableTarget, ref: sc.VariantRef, state: TargetState, current: int, last: int
+        self, target: sc.ScalableTarget, ref: sc.ScalableRef, state: TargetState, current: int, last: int
     ) -> None:
         verdicts: list[tuple[sc.ScalingPolicy, sc.TargetTracking, sc.TrackingVerdict]] = []
         for policy, first in self.registry.policies_of(target.key):
@@ -120,24 +118,42 @@ class TargetTracker:
             config.effective_scale_in_cooldown,
         )
 
-    def _datapoint(self, ref: sc.VariantRef, config: sc.TargetTracking, index: int) -> float | None:
+    def _datapoint(self, ref: sc.ScalableRef, config: sc.TargetTracking, index: int) -> float | None:
         custom = config.customized_metric
         if custom is None:
-            predefined = config.predefined_metric or sc.INVOCATIONS_PER_INSTANCE
+            predefined = config.predefined_metric or _default_metric(ref)
             name, statistic = sc.PREDEFINED_SOURCES[predefined]
-            value = self.metrics.datapoint(ref.endpoint, ref.variant, name, statistic, index)
-            if value is None and predefined == sc.PROVISIONED_CONCURRENCY_UTILIZATION:
-                return 0.0  # [U] a period without requests left the provisioned concurrency unused
+            if isinstance(ref, sc.ComponentRef):
+                value = self.metrics.datapoint(ref.component, COMPONENT_LEVEL, name, statistic, index)
+            else:
+                value = self.metrics.datapoint(ref.endpoint, ref.variant, name, statistic, index)
+            if value is None and predefined in ZERO_WHEN_MISSING:
+                return 0.0  # [U] a period without requests left the capacity unused
             return value
-        dims = dict(custom.dimensions)
+        # the series the metric's dimensions name: a variant's, a container's, an async endpoint's
+        # queue (EndpointName only) or a component's (InferenceComponentName)
+        where = locate(custom.namespace, custom.metric_name, custom.dimensions)
+        if where is None:
+            return None
         return self.metrics.datapoint(
-            dims["EndpointName"],
-            dims.get("VariantName", ENDPOINT_LEVEL),  # an async endpoint's queue metrics: EndpointName only
-            custom.metric_name,
-            custom.statistic,
-            index,
-            dims.get("ContainerName"),
+            where.endpoint, where.variant, custom.metric_name, custom.statistic, index, where.container
         )
+
+
+#: Predefined metrics whose period without samples reads 0: the provisioned concurrency unused, no
+#: request in flight on any copy.
+ZERO_WHEN_MISSING = frozenset({sc.PROVISIONED_CONCURRENCY_UTILIZATION, sc.CONCURRENT_REQUESTS_PER_COPY})
+
+
+def _default_metric(ref: sc.ScalableRef) -> str:
+    return sc.INVOCATIONS_PER_COPY if isinstance(ref, sc.ComponentRef) else sc.INVOCATIONS_PER_INSTANCE
+
+
+def _dimensions(ref: sc.ScalableRef) -> tuple[tuple[str, str], ...]:
+    """A predefined metric's CloudWatch dimensions for the resource a target scales."""
+    if isinstance(ref, sc.ComponentRef):
+        return (("InferenceComponentName", ref.component),)
+    return (("EndpointName", ref.endpoint), ("VariantName", ref.variant))
 
 
 def _cause(alarm: sc.Alarm | None, policy: sc.ScalingPolicy) -> str:

@@ -22,6 +22,9 @@ __all__ = [
     "rollback_failed",
     "no_tagged_resource",
     "too_many_tags",
+    "unsupported_component_target",
+    "scaling_component_not_found",
+    "component_not_in_service",
 ]
 
 
@@ -103,3 +106,22 @@ def no_tagged_resource(arn: str) -> str:  # [U]
 
 def too_many_tags(arn: str, limit: int) -> str:  # [U]
     return f"The resource {arn} would have more than {limit} tags."
+
+
+def unsupported_component_target() -> str:  # [U]
+    return (
+        "Unsupported resource ID or scalable dimension for an inference component. smlocal scales "
+        "inference-component/{InferenceComponentName} resources in the "
+        "sagemaker:inference-component:DesiredCopyCount dimension."
+    )
+
+
+def scaling_component_not_found(component: str) -> str:  # [U]
+    return f"The inference component {component} does not exist."
+
+
+def component_not_in_service(component: str, status: str) -> str:  # [U] (after the endpoint's text)
+    return (
+        f"Inference component {component} is in {status} status. "
+        "The status should be in 'InService' to register it as a scalable target."
+    )
