@@ -11,10 +11,13 @@ their texts; a restart adopts the running copies."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -582,3 +585,27 @@ def test_an_adapter_is_served_by_its_base_copies(
         assert error_of(gone)[2] == "Inference component ic-lora is not deployed on endpoint ic-adapters."
     finally:
         delete_all(env, endpoint, names)
+
+
+def test_the_quick_start_example_runs_as_it_is(env: Smlocal, fastapi_image: str) -> None:
+    """docs/inference-components.md's example (docs/examples/inference_components.py), unchanged."""
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "inference_components.py"
+    done = subprocess.run(
+        [sys.executable, str(example), env.server.url, env.image, fastapi_image],
+        capture_output=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    lines = done.stdout.decode().splitlines()
+    assert lines[:2] == [
+        "first InService {'DesiredCopyCount': 1, 'CurrentCopyCount': 1, 'PlacementStatus': "
+        "[{'InstanceType': 'ml.m5.large', 'CurrentCopyCount': 1}]}",
+        "second InService {'DesiredCopyCount': 1, 'CurrentCopyCount': 1, 'PlacementStatus': "
+        "[{'InstanceType': 'ml.m5.large', 'CurrentCopyCount': 1}]}",
+    ]
+    assert lines[2:] == [
+        'first answered {"x": 1}',
+        'second answered {"predictions":{"x":1}}',
+        "at zero: Inference Component second has no capacity to process this request.",
+        "deleted",
+    ]

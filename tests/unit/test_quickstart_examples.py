@@ -35,3 +35,13 @@ def test_a_changed_example_is_caught(tmp_path: Path) -> None:
     altered = page.replace("sm wait endpoint-in-service", "sm wait endpoint-deleted", 1)
     ((_, shown_after),) = BLOCK.findall(altered)
     assert shown_after != (REPO / path).read_text()
+
+
+def test_the_inference_components_page_shows_the_example_its_test_runs() -> None:
+    """docs/inference-components.md's block is docs/examples/inference_components.py, byte for byte,
+    and tests/integration/test_inference_components.py runs that file."""
+    ((path, shown),) = example_blocks("inference-components.md")
+    assert path == "docs/examples/inference_components.py"
+    assert shown == (REPO / path).read_text()
+    runner = (REPO / "tests" / "integration" / "test_inference_components.py").read_text()
+    assert '"inference_components.py"' in runner
