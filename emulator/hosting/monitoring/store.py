@@ -195,13 +195,7 @@ class Metrics:
         request), a ConcurrentRequestsPerCopy sample."""
         index = int(self._clock() // self.period_s)
         series = self._component(component, index)
-        period = series.period(index)
-        stat = period.sampled.get(name)
-        if stat is None:
-            stat = period.sampled[name] = Stat()
-        stat.add(value)
-        series.sampled_sums[name] = series.sampled_sums.get(name, 0.0) + value
-        series.sampled_counts[name] = series.sampled_counts.get(name, 0) + 1
+        _add_sample(series, index, name, value)
 
     def forget_component(self, component: str) -> None:
         """A deleted component's metrics go missing (as a deleted endpoint's)."""
@@ -283,13 +277,7 @@ class Metrics:
                 )
         else:
             series = self._get(endpoint, variant, index)
-        period = series.period(index)
-        stat = period.sampled.get(name)
-        if stat is None:
-            stat = period.sampled[name] = Stat()
-        stat.add(value)
-        series.sampled_sums[name] = series.sampled_sums.get(name, 0.0) + value
-        series.sampled_counts[name] = series.sampled_counts.get(name, 0) + 1
+        _add_sample(series, index, name, value)
 
     async def after_each_period(self, evaluate: Callable[[], None], what: str) -> None:
         """Call `evaluate` just after each period closes, as CloudWatch evaluates complete
@@ -439,3 +427,14 @@ class Metrics:
     def prometheus(self) -> str:
         """The text exposition format (version 0.0.4)."""
         return exposition.prometheus(self.series(), self.container_series())
+
+
+def _add_sample(series: VariantSeries, index: int, name: str, value: float) -> None:
+    """One value of a sampled metric into its period's statistic and the series' running sums."""
+    period = series.period(index)
+    stat = period.sampled.get(name)
+    if stat is None:
+        stat = period.sampled[name] = Stat()
+    stat.add(value)
+    series.sampled_sums[name] = series.sampled_sums.get(name, 0.0) + value
+    series.sampled_counts[name] = series.sampled_counts.get(name, 0) + 1

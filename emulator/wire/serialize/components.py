@@ -22,12 +22,12 @@ from emulator.model.components import (
     ComponentRuntime,
     ComponentSpec,
     ComputeRequirements,
-    DeployedComponentImage,
     InferenceComponent,
     PlacementStrategy,
     RollingUpdatePolicy,
 )
 from emulator.wire.serialize.common import JSON, epoch_seconds, refuse_members, tags_input
+from emulator.wire.serialize.responses import deployed_image
 from emulator.wire.serialize_deployment import rollback_alarms
 from emulator.wire.service_models import SAGEMAKER, operation_model
 
@@ -198,20 +198,12 @@ def _output_shape(operation: str) -> botocore.model.Shape:
     return shape
 
 
-def _deployed_image(d: DeployedComponentImage) -> JSON:
-    return {
-        "SpecifiedImage": d.specified_image,
-        "ResolvedImage": d.resolved_image,
-        "ResolutionTime": epoch_seconds(d.resolution_time),
-    }
-
-
 def _container_summary(c: InferenceComponent) -> JSON:
     """Specification.Container as described: the artifact and environment given, and the image as
     resolved (DeployedImage; the summary has no Image member)."""
     out: JSON = {}
     if c.deployed_image is not None:
-        out["DeployedImage"] = _deployed_image(c.deployed_image)
+        out["DeployedImage"] = deployed_image(c.deployed_image)
     container = c.spec.container
     if container is not None:
         if container.artifact_url:

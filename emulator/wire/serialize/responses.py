@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from emulator.model.components import ManagedInstanceScaling
+from emulator.model.components import DeployedComponentImage, ManagedInstanceScaling
 from emulator.model.resources import (
     AsyncInference,
     ContainerDefinition,
+    DeployedImage,
     Endpoint,
     EndpointConfig,
     Model,
@@ -185,15 +186,17 @@ def describe_endpoint(e: Endpoint) -> JSON:
     return out
 
 
+def deployed_image(d: DeployedImage | DeployedComponentImage) -> JSON:
+    """A DeployedImage shape (an endpoint variant's, or an inference component's container's)."""
+    return {
+        "SpecifiedImage": d.specified_image,
+        "ResolvedImage": d.resolved_image,
+        "ResolutionTime": epoch_seconds(d.resolution_time),
+    }
+
+
 def _deployed_images(v: VariantSummary) -> list[JSON]:
-    return [
-        {
-            "SpecifiedImage": d.specified_image,
-            "ResolvedImage": d.resolved_image,
-            "ResolutionTime": epoch_seconds(d.resolution_time),
-        }
-        for d in v.deployed_images
-    ]
+    return [deployed_image(d) for d in v.deployed_images]
 
 
 def _variant_statuses(v: VariantSummary) -> JSON:
