@@ -210,6 +210,11 @@ def test_two_components_with_their_own_images_on_one_endpoint(
             {"predictions": {"i": i}} for i in range(15)
         ]
 
+        # each copy's log is a stream under its component
+        streams = {line.split(" ", 1)[0] for line in logs_of(env, endpoint).splitlines()}
+        assert len({s for s in streams if s.startswith("ic-echo/i-")}) == 2, streams
+        assert len({s for s in streams if s.startswith("ic-fastapi/i-")}) == 1, streams
+
         # copies are containers with the reservation as their limits, spread over both instances
         echo_copies = copies_of(docker_engine, env, "ic-echo")
         assert len(echo_copies) == 2

@@ -16,8 +16,9 @@ ADOPTED = "adopted after a restart of smlocal: its start was not measured by thi
 
 class EndpointLogs(ServiceBase):
     async def endpoint_logs(self, endpoint_name: str) -> dict[str, str]:
-        """Every log stream of an endpoint, by CloudWatch-style stream name (`variant/instance-id`, and
-        `variant/instance-id/container-hostname` for each container of a multi-container instance):
+        """Every log stream of an endpoint, by CloudWatch-style stream name (`variant/instance-id`,
+        `variant/instance-id/container-hostname` for each container of a multi-container instance, and
+        `component/instance-id` for each copy of an inference component [U]):
         live containers from the engine, stopped ones from their archives, plus `_smlocal`."""
         root = self.config.logs_dir / endpoint_name
         streams: dict[str, str] = {}
@@ -33,6 +34,9 @@ class EndpointLogs(ServiceBase):
                 )
             else:
                 live.append((f"{i.variant_name}/{i.instance_id}", i.handle.id))
+        for component in self._live_components.values():
+            if component.endpoint_name == endpoint_name:
+                live.extend((f"{component.name}/{c.instance_id}", c.handle.id) for c in component.copies)
         texts = await asyncio.gather(*(self.executors.engine(self.runtime.logs, cid) for _, cid in live))
         for (stream, _), text in zip(live, texts, strict=True):
             streams[stream] = text

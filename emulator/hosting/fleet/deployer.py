@@ -143,8 +143,12 @@ class Deployer:
             handle=handle,
             models_dir=self.models_dir(plan, instance_id),
         )
+        # an inference component's copy logs under its component (`component/instance-id`)
         instance.log_path = logs.stream_path(
-            self._config.logs_dir, plan.endpoint_name, plan.variant.variant_name, instance_id
+            self._config.logs_dir,
+            plan.endpoint_name,
+            plan.component or plan.variant.variant_name,
+            instance_id,
         )
         loop = asyncio.get_running_loop()
 
