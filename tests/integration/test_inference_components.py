@@ -250,6 +250,7 @@ def test_two_components_with_their_own_images_on_one_endpoint(
     finally:
         delete_all(env, endpoint, ["ic-echo", "ic-fastapi"], ("ic-echo",))
     assert copies_of(docker_engine, env, "ic-echo") == []
+    assert list((env.state_dir / "adapters" / endpoint).iterdir()) == []  # their folders went too
     assert copies_of(docker_engine, env, "ic-fastapi") == []
 
 

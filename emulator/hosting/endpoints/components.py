@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import shutil
 
 from emulator.errors import (
     ResourceAlreadyExists,
@@ -204,5 +205,7 @@ class ComponentOperations(ComponentAdapters):
                 self._shrink_idle(live.endpoint_name, variant)
         record = self.inference_components.remove(name)
         self._persist_components()
-        if record is not None:
+        if record is not None:  # its (empty) adapter folder goes too: nothing left in the state dir
+            folder = self._adapters_dir(record.endpoint_name, record.name)
+            await self.executors.model_data(shutil.rmtree, folder, True)
             self.deployer.platform_log(record.endpoint_name, f"{name}: deleted")
