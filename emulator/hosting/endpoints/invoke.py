@@ -91,7 +91,8 @@ class Invocations(ServiceBase):
         request_id: str = "",
         inference_component: str | None = None,
     ) -> Invocation:
-        component = await self._component(endpoint_name, inference_component)
+        fleet = await self._endpoint_fleet(endpoint_name)
+        component = await self._component(fleet, endpoint_name, inference_component)
         if component is not None:
             headers = self._adapter_headers(inference_component, headers)
             try:
@@ -100,7 +101,7 @@ class Invocations(ServiceBase):
                 fault.variant_name = component.variant.variant_name
                 raise
             return Invocation(reply, component.variant.variant_name, inference_component)
-        variant = await self._variant(endpoint_name, target_variant, target_container)
+        variant = await self._variant(endpoint_name, target_variant, target_container, fleet)
         check_target_model(endpoint_name, variant, target_model)
         try:
             if variant.variant.serverless is not None:
@@ -116,11 +117,12 @@ class Invocations(ServiceBase):
             raise
         return Invocation(reply, variant.variant.variant_name)
 
-    async def _component(self, endpoint_name: str, name: str | None) -> VariantFleet | None:
+    async def _component(
+        self, fleet: EndpointFleet, endpoint_name: str, name: str | None
+    ) -> VariantFleet | None:
         """On an endpoint for inference components, the named component's copies (the header is
         required there, and refused elsewhere: spec §1.8); None on any other endpoint. A component
         with no copy in rotation answers SageMaker's no-capacity error."""
-        fleet = await self._endpoint_fleet(endpoint_name)
         hosts_components = any(v.hosts is not None for v in fleet.variants.values())
         if not hosts_components:
             if name is not None:
@@ -175,11 +177,15 @@ class Invocations(ServiceBase):
         return fleet
 
     async def _variant(
-        self, endpoint_name: str, target_variant: str | None, target_container: str | None
+        self,
+        endpoint_name: str,
+        target_variant: str | None,
+        target_container: str | None,
+        fleet: EndpointFleet | None = None,
     ) -> VariantFleet:
         """The variant that answers (TargetVariant, else by weight), TargetContainerHostname checked;
         an endpoint being restored after a restart is waited for (restoring.py)."""
-        fleet = await self._endpoint_fleet(endpoint_name)
+        fleet = fleet or await self._endpoint_fleet(endpoint_name)
         variant = fleet.choose(target_variant)
         if variant is None:
             raise ValidationFailed(messages.unknown_variant(str(target_variant), endpoint_name))
@@ -356,9 +362,10 @@ class Invocations(ServiceBase):
         """InvokeEndpointWithResponseStream: as `invoke` up to the container's first byte (the same
         choices and ModelFaults), then the container's answer as a ContainerStream. The instance
         counts the request as outstanding until `StreamInvocation.close`."""
-        component = await self._component(endpoint_name, inference_component)
+        fleet = await self._endpoint_fleet(endpoint_name)
+        component = await self._component(fleet, endpoint_name, inference_component)
         headers = self._adapter_headers(inference_component, headers)
-        variant = component or await self._variant(endpoint_name, target_variant, target_container)
+        variant = component or await self._variant(endpoint_name, target_variant, target_container, fleet)
         if variant.plan is not None and variant.plan.model.multi_model:
             raise ValidationFailed(messages.streaming_multi_model(endpoint_name))
         if variant.variant.serverless is not None:
